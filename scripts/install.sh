@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Install taskgym and the system packages its sandboxes use.
+#   ./scripts/install.sh            taskgym itself
+#   ./scripts/install.sh --test     plus the test, lint and docs tools
+# System packages: bubblewrap (the sandbox), and inside the sandbox python3 with pytest,
+# git, make, gcc (what coding tasks use). Installed with apt-get when run as root or with
+# sudo; otherwise the exact command to run is printed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(bubblewrap python3 python3-pytest git make gcc libc6-dev procps)
+missing=()
+for pkg in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  if ! command -v apt-get >/dev/null; then
+    echo "taskgym needs: ${missing[*]} (package names as on Debian/Ubuntu); install them with your package manager" >&2
+    exit 1
+  elif [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  elif sudo -n true 2>/dev/null; then
+    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "taskgym needs system packages; run: sudo apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+extras=""
+if [ "${1:-}" = "--test" ]; then extras="[test]"; fi
+python3 -m pip install --quiet --disable-pip-version-check -e ".${extras}"
+command -v pyenv >/dev/null && pyenv rehash || true
+python3 -m taskgym doctor

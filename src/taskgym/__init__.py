@@ -1,0 +1,63 @@
+"""taskgym: task-sandbox environments for reinforcement learning of LLM agents.
+
+```python
+import taskgym
+env = taskgym.make("coding-terminal-v0")
+obs, info = env.reset(seed=0)
+obs, reward, terminated, truncated, info = env.step({"tool": "bash", "args": {"command": "ls"}})
+```
+"""
+
+from taskgym.core.env import TaskEnv
+from taskgym.core.registry import list_envs, make, register
+from taskgym.core.reward import RewardResult
+from taskgym.core.spaces import ToolCallSpace, UnicodeText
+from taskgym.core.task import FolderTaskSet, GeneratedTaskSet, Limits, Task, TaskSet, load_task
+from taskgym.core.tool import Tool, ToolResult, parse_action
+from taskgym.errors import (
+    ConfigError,
+    MissingDependencyError,
+    SandboxError,
+    SandboxTimeout,
+    SandboxUnavailableError,
+    TaskgymError,
+    TaskNotFoundError,
+    UnknownEnvError,
+    VerifierError,
+)
+from taskgym.evaluation import EpisodeRecord, EvalResults, evaluate, run_episode
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConfigError",
+    "EpisodeRecord",
+    "EvalResults",
+    "FolderTaskSet",
+    "GeneratedTaskSet",
+    "Limits",
+    "MissingDependencyError",
+    "RewardResult",
+    "SandboxError",
+    "SandboxTimeout",
+    "SandboxUnavailableError",
+    "Task",
+    "TaskEnv",
+    "TaskNotFoundError",
+    "TaskSet",
+    "TaskgymError",
+    "Tool",
+    "ToolCallSpace",
+    "ToolResult",
+    "UnicodeText",
+    "UnknownEnvError",
+    "VerifierError",
+    "__version__",
+    "evaluate",
+    "list_envs",
+    "load_task",
+    "make",
+    "parse_action",
+    "register",
+    "run_episode",
+]

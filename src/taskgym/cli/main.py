@@ -1,0 +1,199 @@
+"""``taskgym list | run | eval | doctor | task check``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main"]
+
+
+def _env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"sandbox": args.sandbox}
+    if args.tasks:
+        kwargs["tasks"] = args.tasks
+    if args.max_steps:
+        kwargs["max_steps"] = args.max_steps
+    return kwargs
+
+
+def _agent_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    if args.agent == "openai":
+        return {"base_url": args.base_url, "model": args.model}
+    if args.agent == "scripted":
+        if not args.actions:
+            raise SystemExit("--agent scripted needs --actions FILE (a JSON list of actions)")
+        return {"actions": json.loads(Path(args.actions).read_text())}
+    if args.agent == "random" and args.seed is not None:
+        return {"seed": args.seed}
+    return {}
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    import taskgym
+
+    envs = taskgym.list_envs()
+    width = max(map(len, envs))
+    for env_id, description in envs.items():
+        print(f"{env_id:<{width}}  {description}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import taskgym
+    from taskgym.agents import make_agent
+    from taskgym.evaluation import run_episode
+
+    env = taskgym.make(args.env_id, **_env_kwargs(args))
+    agent = make_agent(args.agent, env, **_agent_kwargs(args))
+    first = True
+
+    def show(action: Any, obs: dict[str, str], info: dict[str, Any]) -> None:
+        text = action if isinstance(action, str) else json.dumps(action, default=str)
+        print(f"\n>>> step {info.get('step')}: {text[:2000]}")
+        print(obs["text"])
+
+    original_reset = env.reset
+
+    def reset(**kw: Any) -> Any:
+        nonlocal first
+        obs, info = original_reset(**kw)
+        if first:
+            print(f"=== {args.env_id} / task {info['task_id']} / agent {args.agent}")
+            print(obs["text"])
+            first = False
+        return obs, info
+
+    env.reset = reset  # type: ignore[method-assign]
+    try:
+        record = run_episode(env, agent, seed=args.seed, task_id=args.task, on_step=show)
+    finally:
+        env.close()
+    print(f"\n=== score {record.score:.3f} ({'success' if record.success else 'failure'}), "
+          f"{record.steps} steps, {record.wall_sec:.2f}s" + (f": {record.reason}" if record.reason else ""))
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    import taskgym
+
+    output = args.output or f"taskgym-eval-{args.env_id}-{args.agent}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
+    results = taskgym.evaluate(
+        args.env_id, agent=args.agent, episodes=args.episodes, workers=args.workers,
+        output=output, agent_kwargs=_agent_kwargs(args),
+        seeds=range(args.seed, args.seed + args.episodes) if args.episodes and args.seed else None,
+        **_env_kwargs(args))
+    print()
+    print(results.table())
+    failures = [r for r in results.records if not r.success]
+    if failures and args.agent == "oracle":
+        print("\noracle episodes that did not succeed:")
+        for r in failures:
+            print(f"  {r.task_id} (seed {r.seed}): {r.error or r.reason or r.components}")
+    print(f"\nevery episode: {output}")
+    crashed = any(r.error for r in results.records)
+    return 1 if crashed else 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from taskgym.doctor import run_checks
+
+    checks = run_checks()
+    width = max(len(c.name) for c in checks)
+    for check in checks:
+        mark = "ok " if check.ok else "NO "
+        print(f"{mark} {check.name:<{width}}  {check.detail}")
+        if not check.ok and check.fix:
+            print(f"    {'':<{width}}  fix: {check.fix}")
+    return 0 if all(c.ok for c in checks) else 1
+
+
+def cmd_task_check(args: argparse.Namespace) -> int:
+    import taskgym
+    from taskgym.agents import NullAgent, OracleAgent
+    from taskgym.evaluation import run_episode
+
+    env = taskgym.make(args.env, tasks=args.path, sandbox=args.sandbox)
+    base = env.unwrapped
+    ids = base.task_set.ids() if hasattr(base.task_set, "ids") else []  # type: ignore[attr-defined]
+    bad = 0
+    try:
+        for task_id in ids:
+            problems = []
+            for agent, want in ((OracleAgent(env), 1.0), (NullAgent(), 0.0)):
+                for attempt in (1, 2):
+                    record = run_episode(env, agent, task_id=task_id)
+                    if record.score != want:
+                        problems.append(f"{agent.name} run {attempt} scored {record.score} "
+                                        f"(want {want}): {record.reason or record.components}")
+            status = "ok  " if not problems else "FAIL"
+            print(f"{status} {task_id}")
+            for p in problems:
+                print(f"     {p}")
+            bad += bool(problems)
+    finally:
+        env.close()
+    print(f"{len(ids) - bad} of {len(ids)} tasks pass: oracle scores 1 and null scores 0, twice")
+    return 1 if bad else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="taskgym", description="Task-sandbox environments for RL of LLM agents.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("list", help="list registered envs").set_defaults(func=cmd_list)
+
+    def episode_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("env_id")
+        p.add_argument("--agent", default="oracle", choices=["oracle", "null", "random", "scripted", "openai"])
+        p.add_argument("--tasks", help="task folder(s), or a named set such as 'generated'")
+        p.add_argument("--sandbox", default="local")
+        p.add_argument("--max-steps", type=int)
+        p.add_argument("--seed", type=int)
+        p.add_argument("--base-url", help="OpenAI-compatible server (agent openai)")
+        p.add_argument("--model", help="model name (agent openai)")
+        p.add_argument("--actions", help="JSON list of actions (agent scripted)")
+
+    run = sub.add_parser("run", help="play one episode and print its transcript")
+    episode_options(run)
+    run.add_argument("--task", help="task id")
+    run.set_defaults(func=cmd_run)
+
+    ev = sub.add_parser("eval", help="evaluate an agent over many episodes")
+    episode_options(ev)
+    ev.add_argument("--episodes", type=int, help="default: every task of a finite set once")
+    ev.add_argument("--workers", type=int, default=2)
+    ev.add_argument("--output", help="JSONL file of every episode")
+    ev.set_defaults(func=cmd_eval)
+
+    sub.add_parser("doctor", help="what can run here, and how to fix what cannot").set_defaults(func=cmd_doctor)
+
+    task = sub.add_parser("task", help="task folder tools")
+    task_sub = task.add_subparsers(dest="task_command", required=True)
+    check = task_sub.add_parser("check", help="oracle scores 1 and null scores 0, twice, for each task")
+    check.add_argument("path")
+    check.add_argument("--env", default="coding-terminal-v0")
+    check.add_argument("--sandbox", default="local")
+    check.set_defaults(func=cmd_task_check)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from taskgym.errors import TaskgymError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except TaskgymError as exc:
+        print(f"taskgym: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The concepts every domain shares: env, task, tool, reward, spaces, registry."""

@@ -1,0 +1,240 @@
+"""The Gymnasium environment every taskgym domain builds on.
+
+A domain subclasses :class:`TaskEnv` and supplies four things: its default task set, its
+tools, a verifier, and the oracle's actions. The base class owns the episode: picking a
+task, starting and stopping the sandbox, parsing actions (never raising on bad input),
+budgets, and grading once the agent submits or runs out of steps or time.
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+import gymnasium as gym
+
+from taskgym.core.reward import RewardResult
+from taskgym.core.spaces import ToolCallSpace, UnicodeText
+from taskgym.core.task import FolderTaskSet, Limits, Task, TaskSet
+from taskgym.core.tool import ActionError, Tool, ToolResult, parse_action
+from taskgym.errors import ConfigError, SandboxError, TaskgymError
+from taskgym.sandbox import Backend, ResourceUsage, SandboxSpec, Session, get_backend
+
+__all__ = ["TaskEnv"]
+
+Observation = dict[str, str]
+
+
+class TaskEnv(gym.Env[Observation, Any], abc.ABC):
+    """A task-sandbox environment: text observations, tool-call actions, verified reward.
+
+    Args:
+        tasks: a :class:`TaskSet`, a path to a folder of task folders (or one task folder),
+            or ``None`` for the domain's curated set. Domains may accept more names.
+        sandbox: ``"local"`` (bubblewrap, the default) or a :class:`Backend` instance.
+        max_steps: override every task's step budget.
+        render_mode: ``"ansi"`` makes :meth:`render` return the episode transcript.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 0}
+    domain: ClassVar[str]
+    description: ClassVar[str]
+
+    def __init__(
+        self,
+        tasks: TaskSet | str | Path | None = None,
+        sandbox: str | Backend = "local",
+        max_steps: int | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ConfigError(f"render_mode must be one of {self.metadata['render_modes']}")
+        self.render_mode = render_mode
+        self.task_set = self.resolve_tasks(tasks)
+        self._backend_choice = sandbox
+        self._backend: Backend | None = sandbox if isinstance(sandbox, Backend) else None
+        self._max_steps = max_steps
+        self.tools = self.make_tools()
+        self._tools_by_name: Mapping[str, Tool] = {t.name: t for t in self.tools}
+        self._tool_specs = [t.openai() for t in self.tools]
+        self.observation_space = gym.spaces.Dict({"text": UnicodeText()})
+        self.action_space = ToolCallSpace(self.tools)
+        self.task: Task | None = None
+        self._session: Session | None = None
+        self._steps = 0
+        self._deadline = 0.0
+        self._over = True
+        self._transcript: list[str] = []
+        self.last_reward: RewardResult | None = None
+        self.last_usage = ResourceUsage()
+        """CPU time and peak memory of the last episode's agent sandbox."""
+
+    # -- what a domain provides ------------------------------------------------------
+    @abc.abstractmethod
+    def default_tasks(self) -> TaskSet:
+        """The curated task set used when ``tasks`` is not given."""
+
+    @abc.abstractmethod
+    def make_tools(self) -> list[Tool]:
+        """The tools of this domain (``submit`` included)."""
+
+    @abc.abstractmethod
+    def verify(self, task: Task, session: Session) -> RewardResult:
+        """Grade the final state; every agent process has been killed already."""
+
+    @abc.abstractmethod
+    def oracle_actions(self, task: Task) -> list[dict[str, Any]]:
+        """Actions that solve ``task`` (from its reference solution), ending with submit."""
+
+    def named_tasks(self, name: str) -> TaskSet | None:
+        """A task set the domain knows by name (``"generated"``...), else ``None``."""
+        return None
+
+    def workspace_seed(self, task: Task) -> Path | None:
+        """Host folder copied into the workspace at reset."""
+        return None
+
+    def sandbox_spec(self, task: Task) -> SandboxSpec:
+        """Sandbox shape and limits for ``task``."""
+        limits = self.limits(task)
+        return SandboxSpec(memory_mb=limits.memory_mb, pids=limits.pids, disk_mb=limits.disk_mb,
+                           command_timeout_sec=limits.command_timeout_sec)
+
+    # -- helpers for domains ---------------------------------------------------------
+    def resolve_tasks(self, tasks: TaskSet | str | Path | None) -> TaskSet:
+        if tasks is None:
+            return self.default_tasks()
+        if isinstance(tasks, TaskSet):
+            return tasks
+        if isinstance(tasks, str):
+            named = self.named_tasks(tasks)
+            if named is not None:
+                return named
+        return FolderTaskSet(Path(tasks), self.domain)
+
+    def limits(self, task: Task) -> Limits:
+        if self._max_steps is None:
+            return task.limits
+        return task.limits.model_copy(update={"max_steps": self._max_steps})
+
+    @property
+    def backend(self) -> Backend:
+        if self._backend is None:
+            choice = self._backend_choice
+            self._backend = get_backend(choice) if isinstance(choice, str) else choice
+        return self._backend
+
+    @property
+    def session(self) -> Session:
+        """The running sandbox of the current episode."""
+        if self._session is None:
+            raise SandboxError("no episode is running; call reset() first")
+        return self._session
+
+    def remaining_seconds(self) -> float:
+        return max(0.0, self._deadline - time.monotonic())
+
+    # -- gymnasium API ---------------------------------------------------------------
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Observation, dict[str, Any]]:
+        super().reset(seed=seed)
+        self._end_session()
+        options = options or {}
+        if "task_id" in options:
+            task = self.task_set.get(str(options["task_id"]))
+        elif seed is not None:
+            task = self.task_set.pick(seed)
+        else:
+            task = self.task_set.pick(int(self.np_random.integers(0, 2**31 - 1)))
+        self.task = task
+        self._session = self.backend.start(self.sandbox_spec(task), self.workspace_seed(task))
+        self._steps = 0
+        self._deadline = time.monotonic() + self.limits(task).timeout_sec
+        self._over = False
+        self.last_reward = None
+        text = task.instruction
+        self._transcript = [f"# task {task.id}\n{text}"]
+        info = {"task_id": task.id, "domain": self.domain, "tools": self._tool_specs, "step": 0}
+        return {"text": text}, info
+
+    def step(
+        self, action: Any
+    ) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
+        info: dict[str, Any] = {"task_id": self.task.id if self.task else None}
+        if self._over:
+            message = "the episode is over; call reset() to start a new one"
+            info["error"] = message
+            return {"text": f"error: {message}"}, 0.0, True, False, info
+        self._steps += 1
+        info["step"] = self._steps
+        call = parse_action(action, self._tools_by_name)
+        if isinstance(call, ActionError):
+            result = ToolResult(text=f"error: {call.message}", error=call.message)
+        else:
+            info["tool"] = call.tool.name
+            try:
+                result = call.tool.run(call.args)
+            except TaskgymError as exc:
+                result = ToolResult(text=f"error: {exc}", error=str(exc))
+            except OSError as exc:
+                result = ToolResult(text=f"error: {exc.strerror or exc}", error=str(exc))
+        if result.error is not None:
+            info["error"] = result.error
+        info.update(result.info)
+        text = result.text
+        terminated = result.done
+        limits = self.limits(self.task) if self.task else Limits()
+        truncated = not terminated and (
+            self._steps >= limits.max_steps or time.monotonic() >= self._deadline)
+        reward = 0.0
+        if terminated or truncated:
+            if truncated:
+                text += ("\n[step limit reached]" if self._steps >= limits.max_steps
+                         else "\n[time limit reached]")
+            graded = self._grade()
+            reward = graded.score
+            info["reward"] = graded
+            info["usage"] = {"cpu_sec": self.last_usage.cpu_sec,
+                             "peak_memory_bytes": self.last_usage.peak_memory_bytes}
+            text += f"\n[graded: {graded.summary()}]"
+        self._transcript.append(f"$ {_describe(action)}\n{text}")
+        return {"text": text}, reward, terminated, truncated, info
+
+    def _grade(self) -> RewardResult:
+        assert self.task is not None
+        session = self.session
+        self._over = True
+        try:
+            session.stop()
+            self.last_usage = session.usage()
+            result = self.verify(self.task, session)
+        except TaskgymError as exc:
+            result = RewardResult.failed(f"grading failed: {exc}")
+        finally:
+            self._end_session()
+        self.last_reward = result
+        return result
+
+    def _end_session(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            session.close()
+
+    def render(self) -> str | None:  # type: ignore[override]
+        if self.render_mode == "ansi":
+            return "\n\n".join(self._transcript)
+        return None
+
+    def close(self) -> None:
+        self._over = True
+        self._end_session()
+        super().close()
+
+
+def _describe(action: Any) -> str:
+    text = action if isinstance(action, str) else repr(action)
+    return text if len(text) < 400 else text[:400] + "..."

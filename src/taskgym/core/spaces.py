@@ -1,0 +1,110 @@
+"""Gymnasium spaces for text observations and tool-call actions."""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pydantic import BaseModel
+
+from taskgym.core.tool import ActionError, Tool, parse_action
+
+__all__ = ["ToolCallSpace", "UnicodeText"]
+
+_SAMPLE_ALPHABET = list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _-./é漢ü")
+
+
+class UnicodeText(spaces.Space[str]):
+    """Any Unicode string up to ``max_length`` characters (Gymnasium's ``Text`` needs a charset)."""
+
+    def __init__(self, max_length: int = 10_000_000, seed: int | np.random.Generator | None = None):
+        self.max_length = max_length
+        super().__init__(shape=None, dtype=None, seed=seed)
+
+    @property
+    def is_np_flattenable(self) -> bool:
+        return False
+
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        length = int(self.np_random.integers(0, 64))
+        return "".join(self.np_random.choice(_SAMPLE_ALPHABET, size=length))
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str) and len(x) <= self.max_length
+
+    def __repr__(self) -> str:
+        return f"UnicodeText(max_length={self.max_length})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, UnicodeText) and other.max_length == self.max_length
+
+    def to_jsonable(self, sample_n: Sequence[str]) -> list[str]:
+        return list(sample_n)
+
+    def from_jsonable(self, sample_n: list[str]) -> list[str]:
+        return list(sample_n)
+
+
+class ToolCallSpace(spaces.Space[dict[str, Any]]):
+    """Actions that call one of ``tools`` with valid arguments.
+
+    ``sample()`` gives random but well-formed calls (arguments drawn from each tool's
+    argument model), for fuzzing and the random agent.
+    """
+
+    def __init__(self, tools: Sequence[Tool], seed: int | np.random.Generator | None = None):
+        self.tools: Mapping[str, Tool] = {t.name: t for t in tools}
+        super().__init__(shape=None, dtype=None, seed=seed)
+
+    @property
+    def is_np_flattenable(self) -> bool:
+        return False
+
+    def contains(self, x: Any) -> bool:
+        return not isinstance(parse_action(x, self.tools), ActionError)
+
+    def sample(self, mask: Any = None, probability: Any = None) -> dict[str, Any]:
+        names = sorted(self.tools)
+        tool = self.tools[names[int(self.np_random.integers(len(names)))]]
+        return {"tool": tool.name, "args": self._sample_args(tool.args)}
+
+    def _sample_args(self, model: type[BaseModel]) -> dict[str, Any]:
+        args: dict[str, Any] = {}
+        for name, field in model.model_fields.items():
+            if not field.is_required() and self.np_random.random() < 0.5:
+                continue
+            args[name] = self._sample_value(field.annotation, field.metadata)
+        return args
+
+    def _sample_value(self, annotation: Any, metadata: list[Any]) -> Any:
+        origin = typing.get_origin(annotation)
+        if origin in (typing.Union, types.UnionType):
+            options = [a for a in typing.get_args(annotation) if a is not type(None)]
+            return self._sample_value(options[0], metadata)
+        if origin is typing.Literal:
+            choices = typing.get_args(annotation)
+            return choices[int(self.np_random.integers(len(choices)))]
+        low = next((getattr(m, "ge", None) for m in metadata if getattr(m, "ge", None) is not None), 0)
+        high = next((getattr(m, "le", None) for m in metadata if getattr(m, "le", None) is not None),
+                    low + 100)
+        if annotation is bool:
+            return bool(self.np_random.random() < 0.5)
+        if annotation is int:
+            return int(self.np_random.integers(int(low), int(high) + 1))
+        if annotation is float:
+            return float(self.np_random.uniform(float(low) + 1e-3, float(high)))
+        words = int(self.np_random.integers(1, 4))
+        return " ".join(
+            "".join(self.np_random.choice(_SAMPLE_ALPHABET[:62], size=int(self.np_random.integers(1, 9))))
+            for _ in range(words)
+        )
+
+    def __repr__(self) -> str:
+        return f"ToolCallSpace({', '.join(self.tools)})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ToolCallSpace) and list(other.tools) == list(self.tools)

@@ -1,0 +1,154 @@
+"""Tools: what the agent can call, with a JSON schema, and how actions are parsed.
+
+An action names a tool and its arguments. It may come as a dict
+(``{"tool": "bash", "args": {...}}``), the same as a JSON string, or an OpenAI
+``tool_call`` (object or dict, arguments as a JSON string). Parsing never raises: a
+malformed action yields an :class:`ActionError` whose message says exactly what was wrong.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+__all__ = ["ActionError", "Tool", "ToolCall", "ToolResult", "parse_action"]
+
+MAX_ACTION_CHARS = 1_000_000
+"""Largest action accepted, in characters of its JSON form."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What a tool returns to the env: the text the agent sees and flags."""
+
+    text: str
+    error: str | None = None
+    """Set when the call itself failed (bad path, refused): ``info["error"]``."""
+    done: bool = False
+    """The episode ends after this call (``submit``)."""
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A named action with a pydantic model for its arguments."""
+
+    name: str
+    description: str
+    args: type[BaseModel]
+    run: Callable[[Any], ToolResult]
+
+    def json_schema(self) -> dict[str, Any]:
+        """The arguments' JSON schema (titles removed)."""
+        return _strip_titles(self.args.model_json_schema())
+
+    def openai(self) -> dict[str, Any]:
+        """The tool in OpenAI's function-calling format."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.json_schema(),
+            },
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A parsed, validated action."""
+
+    tool: Tool
+    args: BaseModel
+    call_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ActionError:
+    """Why an action could not be used."""
+
+    message: str
+
+
+def _strip_titles(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {k: _strip_titles(v) for k, v in schema.items() if k != "title"}
+    if isinstance(schema, list):
+        return [_strip_titles(v) for v in schema]
+    return schema
+
+
+def _loads(text: str, what: str) -> Any:
+    if len(text) > MAX_ACTION_CHARS:
+        raise _Bad(f"{what} is {len(text):,} characters; the limit is {MAX_ACTION_CHARS:,}")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _Bad(f"{what} is not valid JSON: {exc.msg} at line {exc.lineno} "
+                   f"column {exc.colno}") from None
+
+
+class _Bad(Exception):
+    pass
+
+
+def _split(action: Any) -> tuple[Any, Any, str | None]:
+    """(tool name, raw arguments, call id) from any accepted action shape."""
+    if isinstance(action, (str, bytes)):
+        text = action.decode("utf-8", "replace") if isinstance(action, bytes) else action
+        action = _loads(text, "the action")
+    function = getattr(action, "function", None)
+    if function is not None and not isinstance(action, dict):  # OpenAI SDK object
+        return getattr(function, "name", None), getattr(function, "arguments", None), getattr(
+            action, "id", None)
+    if not isinstance(action, dict):
+        raise _Bad(f"an action must be an object with 'tool' and 'args', not {type(action).__name__}")
+    if isinstance(action.get("function"), dict):  # OpenAI tool_call as a dict
+        fn = action["function"]
+        return fn.get("name"), fn.get("arguments", {}), action.get("id")
+    name = action.get("tool", action.get("name"))
+    args = action.get("args", action.get("arguments", {}))
+    unknown = set(action) - {"tool", "name", "args", "arguments", "id", "type"}
+    if unknown:
+        raise _Bad(f"unexpected keys {sorted(unknown)} in the action; use 'tool' and 'args'")
+    return name, args, action.get("id")
+
+
+def parse_action(action: Any, tools: Mapping[str, Tool]) -> ToolCall | ActionError:
+    """Validate ``action`` against ``tools``; never raises."""
+    try:
+        name, args, call_id = _split(action)
+        if not isinstance(name, str) or not name:
+            raise _Bad("the action names no tool: give 'tool' (or an OpenAI function name)")
+        tool = tools.get(name)
+        if tool is None:
+            near = difflib.get_close_matches(name, list(tools), n=1)
+            hint = f" Did you mean {near[0]!r}?" if near else ""
+            raise _Bad(f"unknown tool {name[:100]!r}.{hint} Available: {', '.join(tools)}")
+        if isinstance(args, (str, bytes)):
+            text = args.decode("utf-8", "replace") if isinstance(args, bytes) else args
+            args = _loads(text, f"the arguments of {name}") if text.strip() else {}
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            raise _Bad(f"the arguments of {name} must be an object, not {type(args).__name__}")
+        try:
+            model = tool.args.model_validate(args)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or 'args'}: {err['msg']}"
+                for err in exc.errors(include_url=False)[:5]
+            )
+            raise _Bad(f"invalid arguments for {name}: {problems}") from None
+        return ToolCall(tool, model, call_id if isinstance(call_id, str) else None)
+    except _Bad as bad:
+        return ActionError(str(bad))
+    except RecursionError:
+        return ActionError("the action is nested too deeply")
+    except Exception as exc:  # anything else an odd object can raise: report, never crash
+        return ActionError(f"could not read the action: {type(exc).__name__}: {exc}"[:500])

@@ -1,0 +1,72 @@
+"""Every error taskgym raises, rooted at one class.
+
+```
+TaskgymError
+├── ConfigError(ValueError)             a bad argument, option or task file
+│   ├── UnknownEnvError(KeyError)       no env with that id ("did you mean ...?")
+│   └── TaskNotFoundError(KeyError)     no task with that id in the task set
+├── MissingDependencyError(ImportError) an optional extra or a system package is missing
+├── SandboxError(RuntimeError)          the sandbox could not be started or used
+│   ├── SandboxUnavailableError         this backend cannot run on this machine
+│   └── SandboxTimeout(TimeoutError)    a sandbox operation ran past its deadline
+└── VerifierError(RuntimeError)         grading itself failed (not the agent's answer)
+```
+
+Each message says what to do about it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "MissingDependencyError",
+    "SandboxError",
+    "SandboxTimeout",
+    "SandboxUnavailableError",
+    "TaskNotFoundError",
+    "TaskgymError",
+    "UnknownEnvError",
+    "VerifierError",
+]
+
+
+class TaskgymError(Exception):
+    """Root of every error raised by taskgym."""
+
+
+class ConfigError(TaskgymError, ValueError):
+    """An argument, option or task file is invalid."""
+
+
+class UnknownEnvError(ConfigError, KeyError):
+    """No environment is registered under the requested id."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class TaskNotFoundError(ConfigError, KeyError):
+    """The task set has no task with the requested id."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class MissingDependencyError(TaskgymError, ImportError):
+    """An optional Python extra or a system package is needed and missing."""
+
+
+class SandboxError(TaskgymError, RuntimeError):
+    """The sandbox could not be started, or failed while in use."""
+
+
+class SandboxUnavailableError(SandboxError):
+    """The requested sandbox backend cannot run on this machine."""
+
+
+class SandboxTimeout(SandboxError, TimeoutError):
+    """A sandbox operation did not finish before its deadline."""
+
+
+class VerifierError(TaskgymError, RuntimeError):
+    """Grading failed for a reason other than the agent's work."""

@@ -1,0 +1,181 @@
+"""Running episodes and evaluations (what ``taskgym run`` and ``taskgym eval`` do)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+
+from taskgym.agents import Agent, make_agent
+from taskgym.core.registry import make
+
+__all__ = ["EpisodeRecord", "EvalResults", "evaluate", "run_episode"]
+
+
+@dataclass
+class EpisodeRecord:
+    """Everything measured about one episode (one JSONL line)."""
+
+    env_id: str
+    task_id: str
+    seed: int | None
+    agent: str
+    score: float
+    success: bool
+    steps: int
+    step_errors: int
+    wall_sec: float
+    cpu_sec: float
+    peak_memory_bytes: int
+    components: dict[str, float] = field(default_factory=dict)
+    reason: str | None = None
+    error: str | None = None
+    """Set when the episode crashed (an infrastructure failure, not the agent's score)."""
+
+
+@dataclass
+class EvalResults:
+    """All episode records and their summary."""
+
+    env_id: str
+    agent: str
+    records: list[EpisodeRecord]
+
+    def summary(self) -> dict[str, float]:
+        recs = self.records
+        n = len(recs)
+        steps = sum(r.steps for r in recs)
+        return {
+            "episodes": float(n),
+            "success_rate": sum(r.success for r in recs) / n if n else 0.0,
+            "mean_score": statistics.fmean(r.score for r in recs) if n else 0.0,
+            "mean_steps": steps / n if n else 0.0,
+            "step_success_rate": (steps - sum(r.step_errors for r in recs)) / steps if steps else 0.0,
+            "wall_sec": sum(r.wall_sec for r in recs),
+            "cpu_sec": sum(r.cpu_sec for r in recs),
+            "peak_memory_mb": max((r.peak_memory_bytes for r in recs), default=0) / 2**20,
+            "crashed": float(sum(r.error is not None for r in recs)),
+        }
+
+    def table(self) -> str:
+        """The summary as an aligned two-column table."""
+        labels = {
+            "episodes": "episodes", "success_rate": "success rate", "mean_score": "mean score",
+            "mean_steps": "mean steps", "step_success_rate": "step success rate",
+            "wall_sec": "wall time (s, summed)", "cpu_sec": "CPU time (s, sandboxes)",
+            "peak_memory_mb": "peak memory (MB)", "crashed": "crashed episodes",
+        }
+        rows = [(labels[k], f"{v:.0f}" if k in ("episodes", "crashed") else f"{v:.3f}")
+                for k, v in self.summary().items()]
+        width = max(len(a) for a, _ in rows)
+        head = f"{self.env_id} / agent={self.agent}"
+        return "\n".join([head, "-" * max(len(head), width + 12)]
+                         + [f"{a:<{width}}  {b:>10}" for a, b in rows])
+
+
+def run_episode(env: gym.Env[Any, Any], agent: Agent, seed: int | None = None,
+                task_id: str | None = None,
+                on_step: Callable[[Any, dict[str, str], dict[str, Any]], None] | None = None,
+                ) -> EpisodeRecord:
+    """Play one episode to the end and measure it."""
+    started = time.monotonic()
+    options = {"task_id": task_id} if task_id else None
+    obs, info = env.reset(seed=seed, options=options)
+    spec_id = env.spec.id if env.spec else type(env.unwrapped).__name__
+    record = EpisodeRecord(env_id=spec_id.split("/", 1)[-1], task_id=info["task_id"], seed=seed,
+                           agent=getattr(agent, "name", "agent"), score=0.0, success=False,
+                           steps=0, step_errors=0, wall_sec=0.0, cpu_sec=0.0,
+                           peak_memory_bytes=0)
+    while True:
+        action = agent.act(obs, info)
+        obs, reward, terminated, truncated, info = env.step(action)
+        record.steps += 1
+        record.step_errors += "error" in info
+        if on_step is not None:
+            on_step(action, obs, info)
+        if terminated or truncated:
+            break
+    result = info.get("reward")
+    if result is not None:
+        record.score = result.score
+        record.success = result.success
+        record.components = dict(result.components)
+        record.reason = result.details.get("reason")
+        record.cpu_sec += float(result.details.get("verifier_cpu_seconds", 0.0))
+    usage = info.get("usage", {})
+    record.cpu_sec += usage.get("cpu_sec", 0.0)
+    record.peak_memory_bytes = int(usage.get("peak_memory_bytes", 0))
+    record.wall_sec = time.monotonic() - started
+    return record
+
+
+def evaluate(env_id: str, agent: str = "oracle", episodes: int | None = None, workers: int = 1,
+             seeds: Iterable[int] | None = None, output: str | Path | None = None,
+             progress: bool = True, agent_kwargs: dict[str, Any] | None = None,
+             **env_kwargs: Any) -> EvalResults:
+    """Run ``episodes`` episodes (seeds 0..n-1 by default) with ``workers`` threads.
+
+    Each worker owns one env. Seeds pick tasks deterministically, so the default covers a
+    curated set once. Every record is appended to ``output`` (JSONL) as soon as it ends.
+    """
+    probe = make(env_id, **env_kwargs)
+    try:
+        count = episodes if episodes is not None else len(probe.unwrapped.task_set)  # type: ignore[attr-defined]
+    finally:
+        probe.close()
+    seed_list = list(seeds) if seeds is not None else list(range(count))
+    records: list[EpisodeRecord] = []
+    lock = threading.Lock()
+    out = open(output, "a") if output else None  # noqa: SIM115 - closed below
+    local = threading.local()
+    envs: list[gym.Env[Any, Any]] = []
+
+    def one(seed: int) -> EpisodeRecord:
+        if not hasattr(local, "env"):
+            local.env = make(env_id, **env_kwargs)
+            local.agent = make_agent(agent, local.env, **(agent_kwargs or {}))
+            with lock:
+                envs.append(local.env)
+        try:
+            return run_episode(local.env, local.agent, seed=seed)
+        except Exception as exc:  # record the crash, keep evaluating
+            return EpisodeRecord(env_id=env_id, task_id="?", seed=seed, agent=agent, score=0.0,
+                                 success=False, steps=0, step_errors=0, wall_sec=0.0,
+                                 cpu_sec=0.0, peak_memory_bytes=0,
+                                 error=f"{type(exc).__name__}: {exc}")
+
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(seed_list), desc=f"{env_id} [{agent}]", unit="ep")
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            futures = [pool.submit(one, s) for s in seed_list]
+            for future in as_completed(futures):
+                record = future.result()
+                with lock:
+                    records.append(record)
+                    if out is not None:
+                        out.write(json.dumps(asdict(record)) + "\n")
+                        out.flush()
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix(success=f"{sum(r.success for r in records)}/{len(records)}")
+    finally:
+        if bar is not None:
+            bar.close()
+        if out is not None:
+            out.close()
+        for env in envs:
+            env.close()
+    records.sort(key=lambda r: (r.seed is None, r.seed))
+    return EvalResults(env_id=env_id, agent=agent, records=records)

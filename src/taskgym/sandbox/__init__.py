@@ -1,0 +1,16 @@
+"""Sandboxes: a backend owns the isolation, a session runs commands in it."""
+
+from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec, Session
+
+__all__ = ["Backend", "ExecResult", "ResourceUsage", "SandboxSpec", "Session", "get_backend"]
+
+
+def get_backend(name: str) -> Backend:
+    """The backend called ``name`` ("local"); raises with install hints when unusable."""
+    from taskgym.errors import ConfigError
+
+    if name == "local":
+        from taskgym.sandbox.local import LocalBackend
+
+        return LocalBackend()
+    raise ConfigError(f"unknown sandbox backend {name!r}; available: 'local'")

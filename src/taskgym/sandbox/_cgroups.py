@@ -1,0 +1,136 @@
+"""Memory and process-count limits through cgroups (v1 or v2), or rlimits as a fallback.
+
+One cgroup per sandbox, named ``<owner pid>-<token>`` under a ``taskgym`` parent, so the
+reaper can tell whose it is. Root gets it under the hierarchy root; an ordinary user on
+cgroup v2 gets it under the part of the tree systemd delegated to them, when it did.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import signal
+import time
+import warnings
+from pathlib import Path
+
+__all__ = ["CgroupLimits", "cgroup_parents", "remove_cgroup", "rlimit_fallback"]
+
+_ROOT = Path("/sys/fs/cgroup")
+
+
+def _version() -> int:
+    return 2 if (_ROOT / "cgroup.controllers").exists() else 1
+
+
+def _v2_base() -> Path | None:
+    """A cgroup v2 folder this process may create children in, with memory and pids."""
+    if os.geteuid() == 0:
+        base = _ROOT / "taskgym"
+    else:
+        try:
+            own = Path("/proc/self/cgroup").read_text().strip().splitlines()[-1].split("::", 1)[1]
+        except (OSError, IndexError):
+            return None
+        parts = Path(own).parts
+        service = [i for i, p in enumerate(parts) if p.startswith("user@") and p.endswith(".service")]
+        if not service:
+            return None
+        base = _ROOT.joinpath(*parts[1 : service[0] + 1]) / "taskgym.slice"
+    try:
+        base.mkdir(exist_ok=True)
+        enabled = (base.parent / "cgroup.subtree_control").read_text().split()
+        for ctrl in ("memory", "pids"):
+            if ctrl not in enabled:
+                (base.parent / "cgroup.subtree_control").write_text(f"+{ctrl}")
+        (base / "cgroup.subtree_control").write_text("+memory +pids")
+        return base
+    except OSError:
+        return None
+
+
+def cgroup_parents() -> list[Path]:
+    """The ``taskgym`` parent folders that hold this user's sandbox cgroups."""
+    if _version() == 2:
+        base = _v2_base()
+        return [base] if base else []
+    return [_ROOT / c / "taskgym" for c in ("memory", "pids")]
+
+
+class CgroupLimits:
+    """A cgroup (v1: one per controller) holding one sandbox's processes."""
+
+    def __init__(self, name: str, memory_bytes: int, pids: int) -> None:
+        self.dirs: list[Path] = []
+        self.version = _version()
+        if self.version == 2:
+            base = _v2_base()
+            if base is None:
+                raise OSError("no writable cgroup v2 subtree with memory and pids delegated")
+            cg = base / name
+            cg.mkdir()
+            self.dirs.append(cg)
+            (cg / "memory.max").write_text(str(memory_bytes))
+            with contextlib.suppress(OSError):
+                (cg / "memory.swap.max").write_text("0")
+            (cg / "pids.max").write_text(str(pids))
+        else:
+            mem = _ROOT / "memory" / "taskgym" / name
+            pid = _ROOT / "pids" / "taskgym" / name
+            for d in (mem, pid):
+                d.mkdir(parents=True)
+                self.dirs.append(d)
+            (mem / "memory.limit_in_bytes").write_text(str(memory_bytes))
+            with contextlib.suppress(OSError):  # only where swap accounting is on
+                (mem / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
+            (pid / "pids.max").write_text(str(pids))
+
+    def add(self, pid: int) -> None:
+        for d in self.dirs:
+            (d / "cgroup.procs").write_text(str(pid))
+
+    def peak_memory(self) -> int:
+        names = ("memory.peak",) if self.version == 2 else ("memory.max_usage_in_bytes",)
+        for d in self.dirs:
+            for name in names:
+                with contextlib.suppress(OSError, ValueError):
+                    return int((d / name).read_text())
+        return 0
+
+    def close(self) -> None:
+        for d in self.dirs:
+            remove_cgroup(d)
+        self.dirs = []
+
+
+def remove_cgroup(path: Path, wait: float = 2.0) -> None:
+    """Kill what is left in a cgroup and remove it."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            try:
+                pids = (path / "cgroup.procs").read_text().split()
+            except OSError:
+                pids = []
+            for p in pids:
+                with contextlib.suppress(OSError):
+                    os.kill(int(p), signal.SIGKILL)
+            if time.monotonic() > deadline:
+                warnings.warn(f"taskgym: could not remove cgroup {path}", RuntimeWarning,
+                              stacklevel=2)
+                return
+            time.sleep(0.005)
+
+
+def rlimit_fallback(pid: int, memory_bytes: int, pids: int) -> None:
+    """Per-process limits for machines without usable cgroups (weaker: see the security docs)."""
+    resource.prlimit(pid, resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    with contextlib.suppress(OSError, ValueError):
+        current = sum(1 for p in Path("/proc").iterdir() if p.name.isdigit())
+        resource.prlimit(pid, resource.RLIMIT_NPROC, (current + pids, current + pids))

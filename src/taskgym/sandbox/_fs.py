@@ -1,0 +1,184 @@
+"""File operations confined to one directory, by file descriptor.
+
+Every path is walked one component at a time with ``O_NOFOLLOW``, so neither a
+symbolic link nor ``..`` can lead outside the root, whatever the sandboxed agent
+has planted in its workspace.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path, PurePosixPath
+
+from taskgym.errors import ConfigError
+
+__all__ = ["copy_in", "copy_out", "read_file", "relative_parts", "write_file"]
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def relative_parts(path: str, workdir: str) -> list[str]:
+    """Split ``path`` (absolute under ``workdir``, or relative to it) into safe components."""
+    if "\x00" in path:
+        raise ConfigError("path contains a NUL character")
+    pure = PurePosixPath(path)
+    if pure.is_absolute():
+        try:
+            pure = pure.relative_to(workdir)
+        except ValueError:
+            raise ConfigError(
+                f"{path!r} is outside the workspace {workdir}; "
+                "file tools work inside it (use bash for other paths)"
+            ) from None
+    parts = [p for p in pure.parts if p not in ("", ".")]
+    if any(p == ".." for p in parts):
+        raise ConfigError(f"{path!r} contains '..'; give a path inside the workspace")
+    if not parts:
+        raise ConfigError(f"{path!r} names the workspace itself, not a file")
+    return parts
+
+
+def _open_dir(root_fd: int, parts: list[str], create: bool) -> int:
+    fd = os.dup(root_fd)
+    try:
+        for part in parts:
+            if create:
+                try:
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                except FileExistsError:
+                    pass
+            try:
+                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise ConfigError(f"{part!r} is a link or not a folder; refusing") from None
+                raise
+            os.close(fd)
+            fd = nxt
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_file(root_fd: int, parts: list[str], limit: int) -> tuple[bytes, int]:
+    """Return up to ``limit`` bytes of a regular file and its full size."""
+    dfd = _open_dir(root_fd, parts[:-1], create=False)
+    try:
+        try:
+            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                         dir_fd=dfd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise ConfigError(f"{parts[-1]!r} is a symbolic link; refusing to follow") from None
+            raise
+    finally:
+        os.close(dfd)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigError(f"{'/'.join(parts)!r} is not a regular file")
+        chunks: list[bytes] = []
+        remaining = limit
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks), st.st_size
+    finally:
+        os.close(fd)
+
+
+def write_file(root_fd: int, parts: list[str], data: bytes, mode: int) -> None:
+    """Create or truncate a regular file (never through a link) and write ``data``."""
+    dfd = _open_dir(root_fd, parts[:-1], create=True)
+    try:
+        try:
+            fd = os.open(
+                parts[-1],
+                os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                mode,
+                dir_fd=dfd,
+            )
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise ConfigError(f"{parts[-1]!r} is a symbolic link; refusing to write") from None
+            raise
+    finally:
+        os.close(dfd)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigError(f"{'/'.join(parts)!r} is not a regular file")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+
+
+def copy_in(src: Path, root_fd: int) -> None:
+    """Copy the host folder ``src`` into the directory open as ``root_fd``."""
+    src = Path(src)
+    for dirpath, dirnames, filenames in os.walk(src):
+        rel = Path(dirpath).relative_to(src)
+        parts = [p for p in rel.parts if p != "."]
+        dfd = _open_dir(root_fd, parts, create=True)
+        try:
+            for name in sorted(dirnames):
+                full = os.path.join(dirpath, name)
+                if os.path.islink(full):
+                    os.symlink(os.readlink(full), name, dir_fd=dfd)
+                    dirnames.remove(name)
+                else:
+                    try:
+                        os.mkdir(name, stat.S_IMODE(os.lstat(full).st_mode) | 0o700, dir_fd=dfd)
+                    except FileExistsError:
+                        pass
+            for name in filenames:
+                full = os.path.join(dirpath, name)
+                st = os.lstat(full)
+                if stat.S_ISLNK(st.st_mode):
+                    os.symlink(os.readlink(full), name, dir_fd=dfd)
+                elif stat.S_ISREG(st.st_mode):
+                    with open(full, "rb") as fh:
+                        write_file(dfd, [name], fh.read(), stat.S_IMODE(st.st_mode))
+        finally:
+            os.close(dfd)
+
+
+def copy_out(root_fd: int, dest: Path) -> None:
+    """Copy the tree under ``root_fd`` into host folder ``dest``; links stay links.
+
+    Only regular files, folders and symbolic links are copied; devices, fifos and
+    sockets are skipped.
+    """
+    dest.mkdir(parents=True, exist_ok=True)
+    for dirpath, dirnames, filenames, dfd in os.fwalk(".", dir_fd=root_fd, follow_symlinks=False):
+        out_dir = dest / dirpath
+        for name in dirnames:
+            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            target = out_dir / name
+            if stat.S_ISLNK(st.st_mode):
+                os.symlink(os.readlink(name, dir_fd=dfd), target)
+            else:
+                target.mkdir(mode=stat.S_IMODE(st.st_mode) | 0o700, exist_ok=True)
+        for name in filenames:
+            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            target = out_dir / name
+            if stat.S_ISLNK(st.st_mode):
+                os.symlink(os.readlink(name, dir_fd=dfd), target)
+            elif stat.S_ISREG(st.st_mode):
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                             dir_fd=dfd)
+                try:
+                    with open(target, "wb") as out:
+                        while chunk := os.read(fd, 1 << 20):
+                            out.write(chunk)
+                finally:
+                    os.close(fd)
+                os.chmod(target, stat.S_IMODE(st.st_mode))

@@ -1,0 +1,78 @@
+"""Finding and removing what crashed runs left behind.
+
+Everything a sandbox creates outside itself (cgroups, temporary folders) is named
+``<owner pid>-<owner start time>-<token>``. At start-up, whatever carries the name of a
+process that no longer exists is removed. Sandbox processes need no reaping: each dies
+with its parent (``--die-with-parent``), and the reaper kills any still in a cgroup.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+from taskgym.sandbox._cgroups import cgroup_parents, remove_cgroup
+
+__all__ = ["owner_alive", "reap", "reap_once", "runtime_root", "session_name"]
+
+_lock = threading.Lock()
+_reaped = False
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat[stat.rindex(")") + 2 :].split()[19]
+
+
+def runtime_root() -> Path:
+    """This user's folder for taskgym's temporary files (created 0700)."""
+    root = Path(tempfile.gettempdir()) / f"taskgym-{os.getuid()}"
+    root.mkdir(mode=0o700, exist_ok=True)
+    return root
+
+
+def session_name() -> str:
+    """A unique name that records the owning process."""
+    return f"{os.getpid()}-{_start_time(os.getpid())}-{secrets.token_hex(4)}"
+
+
+def owner_alive(name: str) -> bool:
+    """Whether the process that created ``name`` (see :func:`session_name`) still runs."""
+    parts = name.split("-")
+    if len(parts) < 3 or not parts[0].isdigit():
+        return True  # not ours: leave it alone
+    return _start_time(int(parts[0])) == parts[1]
+
+
+def reap() -> list[str]:
+    """Remove leftovers of dead owners; return what was removed."""
+    removed: list[str] = []
+    root = runtime_root()
+    for entry in root.iterdir():
+        if entry.name != "etc" and not owner_alive(entry.name):
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(str(entry))
+    for parent in cgroup_parents():
+        with contextlib.suppress(OSError):
+            for entry in parent.iterdir():
+                if entry.is_dir() and not owner_alive(entry.name):
+                    remove_cgroup(entry)
+                    removed.append(str(entry))
+    return removed
+
+
+def reap_once() -> None:
+    """Run :func:`reap` the first time a backend starts in this process."""
+    global _reaped
+    with _lock:
+        if not _reaped:
+            _reaped = True
+            reap()

@@ -1,0 +1,84 @@
+"""A seccomp filter (classic BPF, built by hand) for every sandboxed process.
+
+It denies what no task needs and what widens the kernel's attack surface, following
+Flatpak's list: ptrace and process_vm_*, keyrings, perf events, the mount API,
+unshare/setns, module and kexec loading, bpf, userfaultfd, io_uring (which bypasses
+socket filtering), open_by_handle_at, and terminal injection through the TIOCSTI and
+TIOCLINUX ioctls. ``clone3`` answers ENOSYS so libc falls back to ``clone``. A process
+of another ABI (x32, i386) is killed.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import platform
+import struct
+
+__all__ = ["seccomp_program"]
+
+_LD_W_ABS = 0x20
+_JEQ_K = 0x15
+_JGE_K = 0x35
+_RET_K = 0x06
+_ALLOW = 0x7FFF0000
+_KILL_PROCESS = 0x80000000
+_ERRNO = 0x00050000
+_TIOCSTI = 0x5412
+_TIOCLINUX = 0x541C
+
+# name -> (x86_64, aarch64) syscall numbers
+_DENIED = {
+    "ptrace": (101, 117), "syslog": (103, 116), "acct": (163, 89), "mount": (165, 40),
+    "umount2": (166, 39), "swapon": (167, 224), "swapoff": (168, 225), "reboot": (169, 142),
+    "pivot_root": (155, 41), "init_module": (175, 105), "delete_module": (176, 106),
+    "quotactl": (179, 60), "kexec_load": (246, 104), "add_key": (248, 217),
+    "request_key": (249, 218), "keyctl": (250, 219), "unshare": (272, 97),
+    "perf_event_open": (298, 241), "open_by_handle_at": (304, 265), "setns": (308, 268),
+    "process_vm_readv": (310, 270), "process_vm_writev": (311, 271),
+    "finit_module": (313, 273), "kexec_file_load": (320, 294), "bpf": (321, 280),
+    "userfaultfd": (323, 282), "io_uring_setup": (425, 425), "io_uring_enter": (426, 426),
+    "io_uring_register": (427, 427), "open_tree": (428, 428), "move_mount": (429, 429),
+    "fsopen": (430, 430), "fsconfig": (431, 431), "fsmount": (432, 432),
+    "fspick": (433, 433), "mount_setattr": (442, 442),
+}
+_CLONE3 = (435, 435)
+_IOCTL = (16, 29)
+_ARCH = {"x86_64": (0, 0xC000003E), "aarch64": (1, 0xC00000B7)}
+
+
+def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
+    return struct.pack("=HBBI", code, jt, jf, k)
+
+
+@functools.cache
+def seccomp_program() -> bytes:
+    """The filter for this machine's architecture, as bytes for ``bwrap --seccomp``."""
+    machine = platform.machine()
+    if machine not in _ARCH:
+        raise RuntimeError(f"no seccomp filter for architecture {machine}")
+    col, audit_arch = _ARCH[machine]
+    denied = sorted(numbers[col] for numbers in _DENIED.values())
+    deny = _ERRNO | errno.EPERM
+    prog = [
+        _insn(_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
+        _insn(_JEQ_K, 1, 0, audit_arch),
+        _insn(_RET_K, 0, 0, _KILL_PROCESS),
+        _insn(_LD_W_ABS, 0, 0, 0),  # seccomp_data.nr
+    ]
+    if machine == "x86_64":  # x32 ABI numbers have bit 30 set
+        prog += [_insn(_JGE_K, 0, 1, 0x40000000), _insn(_RET_K, 0, 0, _KILL_PROCESS)]
+    for nr in denied:
+        prog += [_insn(_JEQ_K, 0, 1, nr), _insn(_RET_K, 0, 0, deny)]
+    prog += [_insn(_JEQ_K, 0, 1, _CLONE3[col]), _insn(_RET_K, 0, 0, _ERRNO | errno.ENOSYS)]
+    # ioctl(fd, request, ...): request is args[1], whose low 32 bits sit at offset 24
+    prog += [
+        _insn(_JEQ_K, 0, 5, _IOCTL[col]),
+        _insn(_LD_W_ABS, 0, 0, 24),
+        _insn(_JEQ_K, 2, 0, _TIOCSTI),
+        _insn(_JEQ_K, 1, 0, _TIOCLINUX),
+        _insn(_RET_K, 0, 0, _ALLOW),
+        _insn(_RET_K, 0, 0, deny),
+    ]
+    prog.append(_insn(_RET_K, 0, 0, _ALLOW))
+    return b"".join(prog)

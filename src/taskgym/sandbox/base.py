@@ -1,0 +1,148 @@
+"""The sandbox contract: a backend (where things run) and a session (what you do there).
+
+A :class:`Backend` owns the isolation (bubblewrap namespaces, a container). It starts
+:class:`Session` objects, each a private workspace with one persistent shell, and runs
+one-shot commands for grading. Every backend passes the same conformance suite
+(:mod:`taskgym.sandbox.conformance`).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["Backend", "ExecResult", "ResourceUsage", "SandboxSpec", "Session"]
+
+
+class SandboxSpec(BaseModel):
+    """What a sandbox must look like; every backend honours every field."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    workdir: str = "/app"
+    """Absolute path of the private writable workspace inside the sandbox."""
+    memory_mb: int = Field(default=1024, ge=16)
+    """Memory limit for every process of the sandbox together."""
+    pids: int = Field(default=256, ge=8)
+    """Maximum number of processes and threads alive at once."""
+    disk_mb: int = Field(default=512, ge=1)
+    """Size cap of the workspace."""
+    tmp_mb: int = Field(default=256, ge=1)
+    """Size cap of /tmp."""
+    command_timeout_sec: float = Field(default=60.0, gt=0)
+    """Default deadline of one command; what the command started is killed after it."""
+    output_limit_bytes: int = Field(default=16_384, ge=256)
+    """Bytes of stdout and of stderr kept for the observation (head and tail)."""
+    stream_limit_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    """Bytes a single command may print before it is stopped as runaway output."""
+    env: Mapping[str, str] = Field(default_factory=dict)
+    """Extra environment variables for the shell."""
+    ro_binds: Mapping[str, str] = Field(default_factory=dict)
+    """Extra read-only mounts, host path -> sandbox path (e.g. hidden tests, only when grading)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExecResult:
+    """Outcome of one command."""
+
+    stdout: str
+    stderr: str
+    exit_code: int
+    duration_sec: float
+    timed_out: bool = False
+    truncated: bool = False
+    """Output was cut for length (see :attr:`SandboxSpec.output_limit_bytes`)."""
+    restarted: bool = False
+    """The shell died or hung and a fresh one was started (cwd, variables and jobs are lost)."""
+
+
+@dataclass(slots=True)
+class ResourceUsage:
+    """Resources a session (or a one-shot run) has used so far."""
+
+    cpu_sec: float = 0.0
+    peak_memory_bytes: int = 0
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+class Session(abc.ABC):
+    """One running sandbox: a workspace and a persistent shell.
+
+    Safe to use from one thread at a time; sessions are independent of each other,
+    so many threads may each drive their own.
+    """
+
+    spec: SandboxSpec
+
+    @abc.abstractmethod
+    def exec(self, command: str, timeout: float | None = None) -> ExecResult:
+        """Run a shell command in the persistent shell (cwd and variables persist)."""
+
+    @abc.abstractmethod
+    def read_file(self, path: str, limit: int | None = None) -> bytes:
+        """Read a regular file of the workspace; never follows a link or leaves it."""
+
+    @abc.abstractmethod
+    def write_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
+        """Create or replace a file of the workspace, making parent folders."""
+
+    @abc.abstractmethod
+    def export_workspace(self, dest: Path) -> None:
+        """Copy the workspace into ``dest`` (links copied as links, never followed)."""
+
+    @abc.abstractmethod
+    def stop(self) -> None:
+        """Kill every process of the sandbox; the workspace stays readable for export."""
+
+    @abc.abstractmethod
+    def usage(self) -> ResourceUsage:
+        """CPU time and peak memory used so far."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release everything: processes, mounts, cgroups, temporary folders. Idempotent."""
+
+    @property
+    @abc.abstractmethod
+    def alive(self) -> bool:
+        """Whether the sandbox's processes are still running."""
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Backend(abc.ABC):
+    """Where sandboxes run: owns isolation, limits and cleanup."""
+
+    name: str
+
+    @classmethod
+    @abc.abstractmethod
+    def check(cls) -> str | None:
+        """``None`` when usable here, else what is missing and how to install it."""
+
+    @abc.abstractmethod
+    def start(self, spec: SandboxSpec, seed: Path | None = None) -> Session:
+        """Start a session whose workspace holds a copy of the folder ``seed``."""
+
+    @abc.abstractmethod
+    def run(
+        self,
+        spec: SandboxSpec,
+        argv: list[str],
+        seed: Path | None = None,
+        timeout: float | None = None,
+        pass_fds: Sequence[int] = (),
+    ) -> tuple[ExecResult, ResourceUsage]:
+        """Run one command in a fresh sandbox seeded from ``seed``, then destroy it.
+
+        ``pass_fds`` are host file descriptors the command inherits under the same
+        numbers: channels it reports through (grading results) that nothing else holds.
+        """

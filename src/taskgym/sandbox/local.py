@@ -1,0 +1,623 @@
+"""The embedded default backend: bubblewrap namespaces around a persistent shell.
+
+Each session is one ``bwrap`` process tree: new user, pid, network (loopback only), ipc,
+uts and cgroup namespaces; a new session (no terminal injection); every capability
+dropped; no host ``/`` (only ``/usr`` and a few ``/etc`` files, read-only); the workspace
+and ``/tmp`` as size-capped tmpfs; a seccomp filter; dies with its parent. Memory and
+process limits come from a cgroup entered before the shell runs, or rlimits where no
+cgroup can be had. The host reaches the workspace through a directory descriptor opened
+at start, so files can be copied out after every process has been killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import resource
+import secrets
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from taskgym.errors import ConfigError, SandboxError, SandboxUnavailableError
+from taskgym.sandbox import _fs
+from taskgym.sandbox._cgroups import CgroupLimits, rlimit_fallback
+from taskgym.sandbox._reaper import reap_once, runtime_root, session_name
+from taskgym.sandbox._seccomp import seccomp_program
+from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec, Session
+
+__all__ = ["LocalBackend", "LocalSession"]
+
+SANDBOX_UID = 1000
+CONTROL_DIR = "/.taskgym"
+"""Where the host drops each command for the shell to source (a small tmpfs)."""
+_CONTROL_MB = 4
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+_INSTALL_HINT = (
+    "bubblewrap is not installed. Install it with `sudo apt-get install bubblewrap` "
+    "(Debian/Ubuntu), `sudo dnf install bubblewrap` (Fedora) or `sudo pacman -S bubblewrap` (Arch), "
+    "or pass sandbox='docker'."
+)
+_PASSWD = "root:x:0:0:root:/root:/usr/sbin/nologin\nagent:x:1000:1000:agent:/tmp:/bin/bash\n"
+_GROUP = "root:x:0:\nagent:x:1000:\n"
+_ETC_FILES = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime")
+
+
+def _base_env(spec: SandboxSpec) -> dict[str, str]:
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": "/tmp",
+        "USER": "agent",
+        "LOGNAME": "agent",
+        "SHELL": "/bin/bash",
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+    }
+    env.update(spec.env)
+    return env
+
+
+class LocalBackend(Backend):
+    """Sandboxes made with bubblewrap on this machine; see the module docstring."""
+
+    name = "local"
+
+    def __init__(self) -> None:
+        problem = self.check()
+        if problem:
+            raise SandboxUnavailableError(problem)
+        self._bwrap = shutil.which("bwrap") or "bwrap"
+        reap_once()
+        self._etc = self._write_etc()
+
+    @classmethod
+    def check(cls) -> str | None:
+        bwrap = shutil.which("bwrap")
+        if bwrap is None:
+            return _INSTALL_HINT
+        probe = subprocess.run(
+            [bwrap, "--unshare-all", "--ro-bind", "/", "/", "--die-with-parent", "true"],
+            capture_output=True, text=True, timeout=30,
+        )
+        if probe.returncode != 0:
+            return (
+                "bubblewrap cannot create namespaces here: "
+                f"{probe.stderr.strip() or probe.returncode}. Unprivileged user namespaces may be "
+                "disabled: enable them (`sudo sysctl kernel.unprivileged_userns_clone=1`, or on "
+                "Ubuntu 24.04+ `sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`), "
+                "or pass sandbox='docker'."
+            )
+        return None
+
+    def _write_etc(self) -> Path:
+        etc = runtime_root() / "etc"
+        etc.mkdir(parents=True, exist_ok=True)
+        for name, text in (("passwd", _PASSWD), ("group", _GROUP)):
+            path = etc / name
+            if not path.exists() or path.read_text() != text:
+                tmp = etc / f".{name}.{os.getpid()}"
+                tmp.write_text(text)
+                os.replace(tmp, path)
+        return etc
+
+    def argv(self, spec: SandboxSpec, info_fd: int, block_fd: int, seccomp_fd: int) -> list[str]:
+        """The bwrap command line for ``spec`` (no command yet)."""
+        if not spec.workdir.startswith("/") or spec.workdir in ("/", "/usr", "/tmp", "/proc"):
+            raise ConfigError(f"workdir must be a fresh absolute path, not {spec.workdir!r}")
+        args = [self._bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--hostname", "sandbox",
+                "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
+                "--new-session", "--die-with-parent", "--cap-drop", "ALL", "--clearenv",
+                "--ro-bind", "/usr", "/usr", "--tmpfs", "/usr/local", "--remount-ro", "/usr/local"]
+        for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+            host = Path("/") / top
+            if host.is_symlink():
+                args += ["--symlink", os.readlink(host), f"/{top}"]
+            elif host.is_dir():
+                args += ["--ro-bind", str(host), f"/{top}"]
+        for name in _ETC_FILES:
+            args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+        args += ["--ro-bind", str(self._etc / "passwd"), "/etc/passwd",
+                 "--ro-bind", str(self._etc / "group"), "/etc/group",
+                 "--proc", "/proc", "--dev", "/dev",
+                 "--size", str(spec.tmp_mb << 20), "--tmpfs", "/tmp",
+                 "--size", str(spec.disk_mb << 20), "--tmpfs", spec.workdir,
+                 "--size", str(_CONTROL_MB << 20), "--tmpfs", CONTROL_DIR]
+        for host_path, inside in spec.ro_binds.items():
+            if not Path(host_path).exists():
+                raise ConfigError(f"read-only bind source {host_path} does not exist")
+            args += ["--ro-bind", host_path, inside]
+        args += ["--chdir", spec.workdir]
+        for key, value in _base_env(spec).items():
+            args += ["--setenv", key, value]
+        args += ["--info-fd", str(info_fd), "--block-fd", str(block_fd),
+                 "--seccomp", str(seccomp_fd)]
+        return args
+
+    def launch(
+        self, spec: SandboxSpec, command: list[str], pass_fds: Sequence[int] = ()
+    ) -> _Launched:
+        """Start bwrap around ``command`` with limits in place before it runs."""
+        info_r, info_w = os.pipe()
+        block_r, block_w = os.pipe()
+        seccomp_r, seccomp_w = os.pipe()
+        program = seccomp_program()
+        os.write(seccomp_w, program)
+        os.close(seccomp_w)
+        argv = self.argv(spec, info_w, block_r, seccomp_r) + ["--"] + command
+        name = session_name()
+        try:
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                pass_fds=(info_w, block_r, seccomp_r, *pass_fds), start_new_session=True,
+            )
+        except OSError as exc:
+            for fd in (info_r, info_w, block_r, block_w, seccomp_r):
+                os.close(fd)
+            raise SandboxError(f"could not start bwrap: {exc}") from exc
+        for fd in (info_w, block_r, seccomp_r):
+            os.close(fd)
+        try:
+            info = _read_info(info_r, proc)
+            init_pid = int(info["child-pid"])
+            memory = spec.memory_mb << 20
+            cgroup: CgroupLimits | None = None
+            try:
+                cgroup = CgroupLimits(name, memory, spec.pids)
+                cgroup.add(init_pid)
+            except OSError as exc:
+                if cgroup is not None:
+                    cgroup.close()
+                cgroup = None
+                _warn_no_cgroup(exc)
+                rlimit_fallback(init_pid, memory, spec.pids)
+            os.write(block_w, b"1")
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        finally:
+            os.close(info_r)
+            os.close(block_w)
+        return _Launched(proc, init_pid, str(info.get("pid-namespace", "")), cgroup)
+
+    def start(self, spec: SandboxSpec, seed: Path | None = None) -> LocalSession:
+        return LocalSession(self, spec, seed)
+
+    def run(
+        self,
+        spec: SandboxSpec,
+        argv: list[str],
+        seed: Path | None = None,
+        timeout: float | None = None,
+        pass_fds: Sequence[int] = (),
+    ) -> tuple[ExecResult, ResourceUsage]:
+        command = list(argv)
+        if seed is not None:
+            spec = spec.model_copy(update={"ro_binds": {**spec.ro_binds, str(seed): "/.seed"}})
+            command = ["/bin/sh", "-c", 'cp -a /.seed/. "$0"/ && exec "$@"', spec.workdir, *argv]
+        started = time.monotonic()
+        launched = self.launch(spec, command, pass_fds)
+        proc = launched.proc
+        assert proc.stdout and proc.stderr
+        limit = timeout if timeout is not None else spec.command_timeout_sec
+        out, err, timed_out, runaway = _drain(
+            [proc.stdout.fileno(), proc.stderr.fileno()], started + limit, spec.stream_limit_bytes,
+            launched.kill,
+        )
+        usage = launched.reap()
+        launched.close()
+        code = proc.returncode if proc.returncode is not None else -1
+        result = ExecResult(
+            stdout=_text(out, spec.output_limit_bytes), stderr=_text(err, spec.output_limit_bytes),
+            exit_code=code, duration_sec=time.monotonic() - started, timed_out=timed_out,
+            truncated=runaway or len(out) > spec.output_limit_bytes
+            or len(err) > spec.output_limit_bytes,
+        )
+        return result, usage
+
+
+class _Launched:
+    """One bwrap process tree and its cgroup."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], init_pid: int, pidns: str,
+                 cgroup: CgroupLimits | None) -> None:
+        self.proc = proc
+        self.init_pid = init_pid
+        self.pidns = pidns
+        self.cgroup = cgroup
+        self.rusage: resource.struct_rusage | None = None
+
+    def kill(self) -> None:
+        for pid in (self.init_pid, self.proc.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+    def reap(self) -> ResourceUsage:
+        """Kill everything, wait for bwrap, and return what the tree used."""
+        if self.proc.returncode is None:
+            self.kill()
+            try:
+                _, status, self.rusage = os.wait4(self.proc.pid, 0)
+                self.proc.returncode = os.waitstatus_to_exitcode(status)
+            except ChildProcessError:
+                self.proc.wait()
+        usage = ResourceUsage()
+        if self.rusage is not None:
+            usage.cpu_sec = self.rusage.ru_utime + self.rusage.ru_stime
+            usage.peak_memory_bytes = self.rusage.ru_maxrss * 1024
+        if self.cgroup is not None:
+            usage.peak_memory_bytes = max(usage.peak_memory_bytes, self.cgroup.peak_memory())
+        return usage
+
+    def close(self) -> None:
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        if self.cgroup is not None:
+            self.cgroup.close()
+            self.cgroup = None
+
+
+class LocalSession(Session):
+    """A bubblewrap sandbox with a persistent bash; see :class:`taskgym.sandbox.Session`.
+
+    The shell reads a tiny script from a control pipe. For each command the host writes
+    the command text into a file on the control tmpfs and sends ``__tg`` down the pipe;
+    ``__tg`` sources the file (bash reads a regular file in one call, where it reads a
+    pipe one byte at a time) and prints a marker line with the exit status on stdout.
+    Commands read /dev/null as stdin, so nothing they do can consume the protocol.
+    """
+
+    def __init__(self, backend: LocalBackend, spec: SandboxSpec, seed: Path | None) -> None:
+        self.spec = spec
+        self._backend = backend
+        self._lock = threading.Lock()
+        self._tag = b"__TG_" + secrets.token_hex(8).encode()
+        self._usage = ResourceUsage()
+        self._root_fd = -1
+        self._cmd_fd = -1
+        self._ctl = -1
+        self._proc: _Launched | None = None
+        self._boot(seed_dir=seed, seed_fd=None)
+
+    # -- life cycle -------------------------------------------------------------------
+    def _boot(self, seed_dir: Path | None, seed_fd: int | None) -> None:
+        ctl_r, ctl_w = os.pipe()
+        try:
+            launched = self._backend.launch(
+                self.spec, ["/bin/bash", "--norc", "--noprofile", f"/dev/fd/{ctl_r}"], [ctl_r])
+        finally:
+            os.close(ctl_r)
+        self._proc = launched
+        self._ctl = ctl_w
+        proc = launched.proc
+        assert proc.stdout and proc.stderr
+        self._stdout, self._stderr = proc.stdout.fileno(), proc.stderr.fileno()
+        os.set_blocking(self._stderr, False)
+        self._poll = select.poll()
+        self._poll.register(self._stdout, select.POLLIN)
+        self._poll.register(self._stderr, select.POLLIN)
+        tag = self._tag.decode()
+        bootstrap = (
+            f"__tg() {{ . {CONTROL_DIR}/cmd; printf '\\n{tag}%d\\n' \"$?\"; }}\n"
+            "set +o history; unset HISTFILE; umask 022\n"
+        )
+        old_fd = self._root_fd
+        try:
+            ready = self._send(bootstrap.encode() + f"printf '\\n{tag}0\\n'\n".encode(), 10.0)
+            if ready.exit_code != 0 or ready.restarted:
+                raise SandboxError(f"the sandbox shell did not start: {ready.stderr}")
+            proc_root = f"/proc/{launched.init_pid}/root"
+            control = os.open(proc_root + CONTROL_DIR, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                if self._cmd_fd >= 0:
+                    os.close(self._cmd_fd)
+                self._cmd_fd = os.open("cmd", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644,
+                                       dir_fd=control)
+            finally:
+                os.close(control)
+            self._root_fd = os.open(proc_root + self.spec.workdir,
+                                    os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            if seed_dir is not None:
+                _fs.copy_in(seed_dir, self._root_fd)
+            if seed_fd is not None:
+                with tempfile.TemporaryDirectory(dir=runtime_root()) as tmp:
+                    _fs.copy_out(seed_fd, Path(tmp))
+                    _fs.copy_in(Path(tmp), self._root_fd)
+        except BaseException as exc:
+            self.close()
+            if isinstance(exc, OSError):
+                raise SandboxError(f"could not prepare the sandbox: {exc}") from exc
+            raise
+        finally:
+            if old_fd >= 0:
+                os.close(old_fd)
+
+    def _restart(self) -> None:
+        """Replace a dead or hung shell with a fresh sandbox holding the same workspace."""
+        old_fd = os.dup(self._root_fd)
+        try:
+            self._shutdown_processes()
+            self._boot(seed_dir=None, seed_fd=old_fd)
+        finally:
+            os.close(old_fd)
+
+    def _shutdown_processes(self) -> None:
+        if self._proc is not None:
+            used = self._proc.reap()
+            self._usage.cpu_sec += used.cpu_sec
+            self._usage.peak_memory_bytes = max(self._usage.peak_memory_bytes,
+                                                used.peak_memory_bytes)
+            self._proc.close()
+            self._proc = None
+        if self._ctl >= 0:
+            os.close(self._ctl)
+            self._ctl = -1
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.proc.poll() is None
+
+    def stop(self) -> None:
+        with self._lock:
+            self._shutdown_processes()
+
+    def usage(self) -> ResourceUsage:
+        usage = ResourceUsage(self._usage.cpu_sec, self._usage.peak_memory_bytes)
+        if self._proc is not None and self._proc.cgroup is not None:
+            usage.peak_memory_bytes = max(usage.peak_memory_bytes,
+                                          self._proc.cgroup.peak_memory())
+        return usage
+
+    def close(self) -> None:
+        self._shutdown_processes()
+        for attr in ("_root_fd", "_cmd_fd"):
+            fd = getattr(self, attr)
+            if fd >= 0:
+                os.close(fd)
+                setattr(self, attr, -1)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+    # -- files ------------------------------------------------------------------------
+    def _root(self) -> int:
+        if self._root_fd < 0:
+            raise SandboxError("the session is closed")
+        return self._root_fd
+
+    def read_file(self, path: str, limit: int | None = None) -> bytes:
+        parts = _fs.relative_parts(path, self.spec.workdir)
+        data, _size = _fs.read_file(self._root(), parts, limit if limit is not None else 1 << 30)
+        return data
+
+    def write_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
+        parts = _fs.relative_parts(path, self.spec.workdir)
+        _fs.write_file(self._root(), parts, data, mode & 0o777)
+
+    def export_workspace(self, dest: Path) -> None:
+        _fs.copy_out(self._root(), dest)
+
+    # -- commands ---------------------------------------------------------------------
+    def exec(self, command: str, timeout: float | None = None) -> ExecResult:
+        if "\x00" in command:
+            raise ConfigError("the command contains a NUL character, which a shell cannot take")
+        data = command.encode("utf-8", "surrogateescape")
+        if len(data) > (_CONTROL_MB << 20) // 2:
+            raise ConfigError(f"the command is {len(data)} bytes; the limit is "
+                              f"{(_CONTROL_MB << 20) // 2} (write long content with a file tool)")
+        with self._lock:
+            if self._proc is None:
+                raise SandboxError("the session is stopped")
+            os.pwrite(self._cmd_fd, data, 0)
+            os.ftruncate(self._cmd_fd, len(data))
+            limit = timeout if timeout is not None else self.spec.command_timeout_sec
+            return self._send(b"__tg\n", limit, _boot_ticks())
+
+    def _send(self, script: bytes, timeout: float, since_tick: int | None = None) -> ExecResult:
+        """Write ``script`` to the shell and collect output up to the exit-status marker.
+
+        ``since_tick`` enables the timeout and runaway-output kill of what the command
+        started; without it (at boot) the shell is never restarted.
+        """
+        started = time.monotonic()
+        deadline = started + timeout
+        out = bytearray()
+        err = bytearray()
+        marker = b"\n" + self._tag
+        code = -1
+        timed_out = runaway = dead = hung = False
+        give_up: float | None = None
+        limit = self.spec.stream_limit_bytes
+        try:
+            os.write(self._ctl, script)
+        except BrokenPipeError:
+            dead = True
+        while not dead:
+            now = time.monotonic()
+            wait_until = give_up if give_up is not None else deadline
+            if now >= wait_until:
+                if give_up is not None or since_tick is None:
+                    hung = True
+                    break
+                timed_out = True
+                self._kill_started(since_tick)
+                give_up = now + 2.0
+                continue
+            events = self._poll.poll((wait_until - now) * 1000.0)
+            found = False
+            for fd, _ev in events:
+                chunk = os.read(fd, 262144)
+                if not chunk:  # the shell is gone
+                    dead = True
+                    break
+                buf = out if fd == self._stdout else err
+                start = max(0, len(buf) - len(marker) - 24)
+                buf += chunk
+                if len(buf) > limit:  # runaway output: keep the head and the recent tail
+                    keep = limit // 2
+                    del buf[keep : len(buf) - keep]
+                    start = keep
+                    if not runaway and since_tick is not None:
+                        runaway = True
+                        self._kill_started(since_tick)
+                if fd != self._stdout:
+                    continue
+                idx = out.find(marker, start)
+                if idx >= 0:
+                    end = out.find(b"\n", idx + len(marker))
+                    if end >= 0:
+                        code = int(out[idx + len(marker) : end] or b"-1")
+                        del out[idx:]
+                        found = True
+            if found:
+                with contextlib.suppress(BlockingIOError):
+                    while chunk := os.read(self._stderr, 262144):
+                        if len(err) < limit:
+                            err += chunk
+                break
+        restarted = dead or hung
+        if dead and self._proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired, BlockingIOError, OSError):
+                code = self._proc.proc.wait(timeout=1.0)
+                while chunk := os.read(self._stderr, 262144):
+                    err += chunk[: max(0, limit - len(err))]
+        if restarted and since_tick is not None:
+            self._restart()
+        cap = self.spec.output_limit_bytes
+        return ExecResult(
+            stdout=_text(out, cap), stderr=_text(err, cap),
+            exit_code=124 if timed_out else code,
+            duration_sec=time.monotonic() - started, timed_out=timed_out,
+            truncated=runaway or len(out) > cap or len(err) > cap, restarted=restarted,
+        )
+
+    def _kill_started(self, since_tick: int) -> None:
+        """SIGKILL every process of this sandbox started at or after ``since_tick``."""
+        if self._proc is None:
+            return
+        keep = {self._proc.init_pid, self._proc.proc.pid}
+        keep.update(_children(self._proc.init_pid))  # the shell itself
+        for pid, start in _sandbox_processes(self._proc.pidns):
+            if pid not in keep and start >= since_tick:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+
+
+# -- helpers ----------------------------------------------------------------------------
+def _read_info(fd: int, proc: subprocess.Popen[bytes]) -> dict[str, object]:
+    buf = b""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            buf += chunk
+            with contextlib.suppress(ValueError):
+                info = json.loads(buf)
+                if isinstance(info, dict):
+                    return info
+        elif proc.poll() is not None:
+            break
+    err = ""
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
+        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    raise SandboxError(f"bubblewrap failed to start the sandbox: {err.strip() or 'no answer'}")
+
+
+_warned = False
+
+
+def _warn_no_cgroup(exc: OSError) -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        warnings.warn(
+            f"taskgym: no usable cgroup ({exc}); falling back to rlimits, which bound each process "
+            "but not the sandbox as a whole. Run as root, or on cgroup v2 with systemd user "
+            "delegation, for real memory and process-count limits.",
+            RuntimeWarning, stacklevel=3,
+        )
+
+
+def _boot_ticks() -> int:
+    return int(time.clock_gettime(time.CLOCK_BOOTTIME) * _CLK_TCK)
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _sandbox_processes(pidns: str) -> list[tuple[int, int]]:
+    """(host pid, start tick) of every process in the pid namespace ``pidns``."""
+    found = []
+    want = f"pid:[{pidns}]"
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.readlink(f"/proc/{entry.name}/ns/pid") != want:
+                continue
+            stat = Path(f"/proc/{entry.name}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        found.append((int(entry.name), int(fields[19])))
+    return found
+
+
+def _drain(fds: list[int], deadline: float, limit: int,
+           kill: Callable[[], None]) -> tuple[bytes, bytes, bool, bool]:
+    """Read ``fds`` (stdout, stderr) to EOF, keeping ``limit`` bytes; ``kill`` at the deadline."""
+    poll = select.poll()
+    for fd in fds:
+        poll.register(fd, select.POLLIN)
+    bufs = {fd: bytearray() for fd in fds}
+    open_fds = set(fds)
+    timed_out = runaway = False
+    while open_fds:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            if timed_out:
+                break  # killed 5 s ago and the pipes are still open: give up on them
+            timed_out = True
+            kill()
+            deadline = time.monotonic() + 5.0
+            continue
+        for fd, _ev in poll.poll(remaining * 1000.0):
+            chunk = os.read(fd, 262144)
+            if not chunk:
+                poll.unregister(fd)
+                open_fds.discard(fd)
+            elif len(bufs[fd]) < limit:
+                bufs[fd] += chunk[: limit - len(bufs[fd])]
+            elif not runaway:
+                runaway = True
+                kill()
+    return bytes(bufs[fds[0]]), bytes(bufs[fds[1]]), timed_out, runaway
+
+
+def _text(data: bytes | bytearray, cap: int) -> str:
+    """Decode output, keeping the head and tail when it is longer than ``cap``."""
+    if len(data) > cap:
+        half = cap // 2
+        cut = len(data) - 2 * half
+        data = (bytes(data[:half]) + f"\n[... {cut} bytes cut ...]\n".encode()
+                + bytes(data[-half:]))
+    return bytes(data).decode("utf-8", errors="replace")

@@ -1,0 +1,99 @@
+"""``bash``, ``read_file``, ``write_file`` and ``submit``, over the episode's sandbox."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from taskgym.core.tool import Tool, ToolResult
+from taskgym.sandbox import ExecResult, Session
+
+__all__ = ["format_exec", "shell_tools", "submit_tool"]
+
+READ_LIMIT = 200_000
+
+
+class BashArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    command: str = Field(description="Shell command line, run by a persistent bash in the workspace.")
+    timeout: float | None = Field(
+        default=None, gt=0, le=3600,
+        description="Seconds before what the command started is killed (capped by the task).")
+
+
+class ReadFileArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    path: str = Field(description="File path, relative to the workspace or absolute inside it.")
+
+
+class WriteFileArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    path: str = Field(description="File path, relative to the workspace or absolute inside it.")
+    content: str = Field(description="The whole new content of the file.")
+    executable: bool = Field(default=False, description="Make the file executable.")
+
+
+class SubmitArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def format_exec(result: ExecResult) -> str:
+    """What a terminal user would have seen, plus the exit status and any notes."""
+    parts = [result.stdout]
+    if result.stdout and not result.stdout.endswith("\n"):
+        parts.append("\n")
+    parts.append(result.stderr)
+    if result.stderr and not result.stderr.endswith("\n"):
+        parts.append("\n")
+    if result.timed_out:
+        parts.append(f"[timed out after {result.duration_sec:.1f}s: what the command started "
+                     "was killed]\n")
+    if result.truncated:
+        parts.append("[output truncated: the middle was cut]\n")
+    if result.restarted:
+        parts.append("[the shell exited or hung, so a fresh one was started in the workspace: "
+                     "variables, directory and background jobs were reset; files are kept]\n")
+    parts.append(f"[exit code {result.exit_code}]")
+    return "".join(parts)
+
+
+def shell_tools(session: Callable[[], Session], max_timeout: Callable[[], float]) -> list[Tool]:
+    """``bash``, ``read_file`` and ``write_file`` acting on the session ``session()`` returns.
+
+    ``max_timeout()`` bounds a command's timeout (the task's limit and the time left).
+    """
+
+    def bash(args: BashArgs) -> ToolResult:
+        limit = max_timeout()
+        timeout = min(args.timeout, limit) if args.timeout else limit
+        result = session().exec(args.command, timeout=timeout)
+        return ToolResult(format_exec(result), info={"exit_code": result.exit_code})
+
+    def read_file(args: ReadFileArgs) -> ToolResult:
+        data = session().read_file(args.path, limit=READ_LIMIT + 1)
+        if b"\x00" in data[:8192]:
+            return ToolResult(f"[{args.path} is a binary file; inspect it with bash (xxd, od)]")
+        text = data[:READ_LIMIT].decode("utf-8", errors="replace")
+        if len(data) > READ_LIMIT:
+            text += f"\n[file longer than {READ_LIMIT} bytes: shown up to there; use bash for the rest]"
+        return ToolResult(text)
+
+    def write_file(args: WriteFileArgs) -> ToolResult:
+        data = args.content.encode("utf-8", "surrogateescape")
+        session().write_file(args.path, data, 0o755 if args.executable else 0o644)
+        return ToolResult(f"wrote {len(data)} bytes to {args.path}")
+
+    return [
+        Tool("bash", "Run a shell command in a persistent bash session (cwd and variables "
+             "persist between calls). Returns stdout, stderr and the exit code.", BashArgs, bash),
+        Tool("read_file", "Read a text file of the workspace.", ReadFileArgs, read_file),
+        Tool("write_file", "Create or overwrite a file of the workspace (parent folders are "
+             "created).", WriteFileArgs, write_file),
+    ]
+
+
+def submit_tool(description: str = "Submit your work for grading; this ends the episode.",
+                args: type[BaseModel] = SubmitArgs) -> Tool:
+    """A ``submit`` tool that ends the episode (the env grades after it)."""
+    return Tool("submit", description, args, lambda _a: ToolResult("submitted", done=True))
