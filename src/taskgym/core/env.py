@@ -39,7 +39,7 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         render_mode: ``"ansi"`` makes :meth:`render` return the episode transcript.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 0}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 1}
     domain: ClassVar[str]
     description: ClassVar[str]
 

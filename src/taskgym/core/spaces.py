@@ -11,7 +11,7 @@ import numpy as np
 from gymnasium import spaces
 from pydantic import BaseModel
 
-from taskgym.core.tool import ActionError, Tool, parse_action
+from taskgym.core.tool import ActionError, Tool, ToolResult, parse_action
 
 __all__ = ["ToolCallSpace", "UnicodeText"]
 
@@ -49,6 +49,10 @@ class UnicodeText(spaces.Space[str]):
         return list(sample_n)
 
 
+def _not_runnable(_args: Any) -> ToolResult:
+    raise TypeError("a space's tools describe calls; run them through the env")
+
+
 class ToolCallSpace(spaces.Space[dict[str, Any]]):
     """Actions that call one of ``tools`` with valid arguments.
 
@@ -57,7 +61,9 @@ class ToolCallSpace(spaces.Space[dict[str, Any]]):
     """
 
     def __init__(self, tools: Sequence[Tool], seed: int | np.random.Generator | None = None):
-        self.tools: Mapping[str, Tool] = {t.name: t for t in tools}
+        # keep only what describes the calls, so the space pickles (AsyncVectorEnv)
+        self.tools: Mapping[str, Tool] = {
+            t.name: Tool(t.name, t.description, t.args, _not_runnable) for t in tools}
         super().__init__(shape=None, dtype=None, seed=seed)
 
     @property

@@ -55,7 +55,7 @@ def cgroup_parents() -> list[Path]:
     if _version() == 2:
         base = _v2_base()
         return [base] if base else []
-    return [_ROOT / c / "taskgym" for c in ("memory", "pids")]
+    return [_ROOT / c / "taskgym" for c in ("memory", "pids", "cpuacct")]
 
 
 class CgroupLimits:
@@ -81,6 +81,10 @@ class CgroupLimits:
             for d in (mem, pid):
                 d.mkdir(parents=True)
                 self.dirs.append(d)
+            acct = _ROOT / "cpuacct" / "taskgym" / name
+            with contextlib.suppress(OSError):  # CPU accounting is optional
+                acct.mkdir(parents=True)
+                self.dirs.append(acct)
             (mem / "memory.limit_in_bytes").write_text(str(memory_bytes))
             with contextlib.suppress(OSError):  # only where swap accounting is on
                 (mem / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
@@ -97,6 +101,18 @@ class CgroupLimits:
                 with contextlib.suppress(OSError, ValueError):
                     return int((d / name).read_text())
         return 0
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time used by every process that ever ran in the cgroup, if accounted."""
+        for d in self.dirs:
+            with contextlib.suppress(OSError, ValueError):
+                if self.version == 2:
+                    for line in (d / "cpu.stat").read_text().splitlines():
+                        if line.startswith("usage_usec "):
+                            return int(line.split()[1]) / 1e6
+                elif (d / "cpuacct.usage").exists():
+                    return int((d / "cpuacct.usage").read_text()) / 1e9
+        return None
 
     def close(self) -> None:
         for d in self.dirs:

@@ -1,11 +1,15 @@
 """A seccomp filter (classic BPF, built by hand) for every sandboxed process.
 
 It denies what no task needs and what widens the kernel's attack surface, following
-Flatpak's list: ptrace and process_vm_*, keyrings, perf events, the mount API,
+Flatpak's list: process_vm_*, keyrings, perf events, the mount API,
 unshare/setns, module and kexec loading, bpf, userfaultfd, io_uring (which bypasses
 socket filtering), open_by_handle_at, and terminal injection through the TIOCSTI and
 TIOCLINUX ioctls. ``clone3`` answers ENOSYS so libc falls back to ``clone``. A process
 of another ABI (x32, i386) is killed.
+
+``ptrace`` stays allowed: debuggers and sanitizers (LeakSanitizer stops threads with it)
+are ordinary tools of coding tasks, and the pid namespace leaves only the sandbox's own
+processes to trace.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ _TIOCLINUX = 0x541C
 
 # name -> (x86_64, aarch64) syscall numbers
 _DENIED = {
-    "ptrace": (101, 117), "syslog": (103, 116), "acct": (163, 89), "mount": (165, 40),
+    "syslog": (103, 116), "acct": (163, 89), "mount": (165, 40),
     "umount2": (166, 39), "swapon": (167, 224), "swapoff": (168, 225), "reboot": (169, 142),
     "pivot_root": (155, 41), "init_module": (175, 105), "delete_module": (176, 106),
     "quotactl": (179, 60), "kexec_load": (246, 104), "add_key": (248, 217),

@@ -11,6 +11,7 @@ at start, so files can be copied out after every process has been killed.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -24,6 +25,7 @@ import tempfile
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -126,7 +128,9 @@ class LocalBackend(Backend):
             args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         args += ["--ro-bind", str(self._etc / "passwd"), "/etc/passwd",
                  "--ro-bind", str(self._etc / "group"), "/etc/group",
-                 "--proc", "/proc", "--dev", "/dev",
+                 "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys",
+                 "--dev", "/dev", "--size", str(64 << 20), "--tmpfs", "/dev/shm",
+                 "--remount-ro", "/dev",
                  "--size", str(spec.tmp_mb << 20), "--tmpfs", "/tmp",
                  "--size", str(spec.disk_mb << 20), "--tmpfs", spec.workdir,
                  "--size", str(_CONTROL_MB << 20), "--tmpfs", CONTROL_DIR]
@@ -134,7 +138,7 @@ class LocalBackend(Backend):
             if not Path(host_path).exists():
                 raise ConfigError(f"read-only bind source {host_path} does not exist")
             args += ["--ro-bind", host_path, inside]
-        args += ["--chdir", spec.workdir]
+        args += ["--remount-ro", "/", "--chdir", spec.workdir]
         for key, value in _base_env(spec).items():
             args += ["--setenv", key, value]
         args += ["--info-fd", str(info_fd), "--block-fd", str(block_fd),
@@ -212,7 +216,7 @@ class LocalBackend(Backend):
             [proc.stdout.fileno(), proc.stderr.fileno()], started + limit, spec.stream_limit_bytes,
             launched.kill,
         )
-        usage = launched.reap()
+        usage = launched.reap(grace=2.0)
         launched.close()
         code = proc.returncode if proc.returncode is not None else -1
         result = ExecResult(
@@ -233,6 +237,7 @@ class _Launched:
         self.init_pid = init_pid
         self.pidns = pidns
         self.cgroup = cgroup
+        self.init_start = _start_tick(init_pid)  # bwrap's pid 1 of the sandbox
         self.rusage: resource.struct_rusage | None = None
 
     def kill(self) -> None:
@@ -240,21 +245,36 @@ class _Launched:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
 
-    def reap(self) -> ResourceUsage:
-        """Kill everything, wait for bwrap, and return what the tree used."""
+    def reap(self, grace: float = 0.0) -> ResourceUsage:
+        """Wait up to ``grace`` seconds for bwrap to exit, kill what is left, and measure."""
         if self.proc.returncode is None:
-            self.kill()
-            try:
-                _, status, self.rusage = os.wait4(self.proc.pid, 0)
-                self.proc.returncode = os.waitstatus_to_exitcode(status)
-            except ChildProcessError:
-                self.proc.wait()
+            deadline = time.monotonic() + grace
+            flags = os.WNOHANG
+            while True:
+                try:
+                    pid, status, rusage = os.wait4(self.proc.pid, flags)
+                except ChildProcessError:
+                    self.proc.wait()
+                    break
+                if pid:
+                    self.rusage = rusage
+                    self.proc.returncode = os.waitstatus_to_exitcode(status)
+                    break
+                if time.monotonic() >= deadline:
+                    self.kill()
+                    flags = 0  # now wait for it to go
+                else:
+                    time.sleep(0.001)
+        _wait_gone(self.init_pid, self.init_start)
         usage = ResourceUsage()
         if self.rusage is not None:
             usage.cpu_sec = self.rusage.ru_utime + self.rusage.ru_stime
             usage.peak_memory_bytes = self.rusage.ru_maxrss * 1024
         if self.cgroup is not None:
             usage.peak_memory_bytes = max(usage.peak_memory_bytes, self.cgroup.peak_memory())
+            cpu = self.cgroup.cpu_seconds()
+            if cpu is not None:
+                usage.cpu_sec = cpu
         return usage
 
     def close(self) -> None:
@@ -288,6 +308,7 @@ class LocalSession(Session):
         self._ctl = -1
         self._proc: _Launched | None = None
         self._boot(seed_dir=seed, seed_fd=None)
+        _LIVE.add(self)
 
     # -- life cycle -------------------------------------------------------------------
     def _boot(self, seed_dir: Path | None, seed_fd: int | None) -> None:
@@ -514,6 +535,17 @@ class LocalSession(Session):
                     os.kill(pid, signal.SIGKILL)
 
 
+_LIVE: weakref.WeakSet[LocalSession] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    """Close sessions a program forgot, so its exit leaves nothing behind."""
+    for session in list(_LIVE):
+        with contextlib.suppress(Exception):
+            session.close()
+
+
 # -- helpers ----------------------------------------------------------------------------
 def _read_info(fd: int, proc: subprocess.Popen[bytes]) -> dict[str, object]:
     buf = b""
@@ -553,6 +585,29 @@ def _warn_no_cgroup(exc: OSError) -> None:
         )
 
 
+def _start_tick(pid: int) -> int | None:
+    """When ``pid`` started, or ``None`` once it has exited (a zombie counts as exited)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return None if fields[0] in ("Z", "X") else int(fields[19])
+
+
+def _wait_gone(pid: int, start: int | None, timeout: float = 5.0) -> None:
+    """Wait until the sandbox's init (and with it every process it had) has exited.
+
+    When init dies the kernel kills the rest of the pid namespace, and init's exit
+    completes only once they are gone.
+    """
+    deadline = time.monotonic() + timeout
+    while start is not None and _start_tick(pid) == start and time.monotonic() < deadline:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(0.0005)
+
+
 def _boot_ticks() -> int:
     return int(time.clock_gettime(time.CLOCK_BOOTTIME) * _CLK_TCK)
 
@@ -565,7 +620,7 @@ def _children(pid: int) -> list[int]:
 
 
 def _sandbox_processes(pidns: str) -> list[tuple[int, int]]:
-    """(host pid, start tick) of every process in the pid namespace ``pidns``."""
+    """(host pid, start tick) of every live process in the pid namespace ``pidns``."""
     found = []
     want = f"pid:[{pidns}]"
     for entry in os.scandir("/proc"):
@@ -578,7 +633,8 @@ def _sandbox_processes(pidns: str) -> list[tuple[int, int]]:
         except OSError:
             continue
         fields = stat[stat.rindex(")") + 2 :].split()
-        found.append((int(entry.name), int(fields[19])))
+        if fields[0] not in ("Z", "X"):  # zombies wait for a reaper; they do not run
+            found.append((int(entry.name), int(fields[19])))
     return found
 
 

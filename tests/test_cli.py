@@ -1,0 +1,167 @@
+"""The ``taskgym`` command line, run in-process."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from taskgym.cli.main import build_parser, main
+from taskgym.evaluation import EpisodeRecord
+
+RECORD_FIELDS = {f.name for f in dataclasses.fields(EpisodeRecord)}
+
+
+def make_task(folder: Path, solve: str = "echo 42 > /app/answer.txt\n") -> Path:
+    """A task folder whose single hidden test wants 42 in /app/answer.txt."""
+    (folder / "environment" / "files").mkdir(parents=True)
+    (folder / "environment" / "files" / "notes.txt").write_text("the answer goes in answer.txt\n")
+    (folder / "solution").mkdir()
+    (folder / "solution" / "solve.sh").write_text("#!/bin/bash\nset -e\n" + solve)
+    (folder / "tests").mkdir()
+    (folder / "tests" / "test_x.py").write_text(
+        "from pathlib import Path\n\n\ndef test_answer():\n"
+        "    assert Path('/app/answer.txt').read_text().strip() == '42'\n")
+    (folder / "instruction.md").write_text("Write 42 to /app/answer.txt.\n")
+    (folder / "task.toml").write_text(
+        "[agent]\nmax_steps = 5\ntimeout_sec = 120\n[verifier]\ntimeout_sec = 60\n"
+        "expected_tests = 1\n")
+    return folder
+
+
+def test_list(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("coding-terminal-v0"))
+    assert line.split(None, 1)[1] == (
+        "Solve a programming or ops task in a sandboxed shell; hidden tests decide.")
+
+
+def test_parser_requires_a_command(capsys):
+    with pytest.raises(SystemExit) as info:
+        main([])
+    assert info.value.code == 2
+    assert "required" in capsys.readouterr().err
+
+
+def test_parser_rejects_unknown_agent(capsys):
+    with pytest.raises(SystemExit):
+        main(["run", "coding-terminal-v0", "--agent", "gpt"])
+    assert "invalid choice: 'gpt'" in capsys.readouterr().err
+
+
+def test_parser_defaults():
+    args = build_parser().parse_args(["eval", "coding-terminal-v0"])
+    assert (args.agent, args.workers, args.sandbox, args.episodes, args.output) == (
+        "oracle", 2, "local", None, None)
+
+
+def test_unknown_env_is_reported_not_raised(capsys):
+    assert main(["run", "coding-terminl-v0", "--agent", "null"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("taskgym: no taskgym env 'coding-terminl-v0'. "
+                          "Did you mean 'coding-terminal-v0'?")
+
+
+def test_task_check_on_a_folder_without_tasks(capsys, tmp_path):
+    assert main(["task", "check", str(tmp_path)]) == 2
+    assert "holds no task folders" in capsys.readouterr().err
+
+
+def test_scripted_agent_needs_actions():
+    with pytest.raises(SystemExit, match="--agent scripted needs --actions FILE"):
+        main(["run", "coding-terminal-v0", "--agent", "scripted"])
+
+
+@pytest.mark.sandbox
+def test_doctor(capsys):
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].startswith("ok ") and "sandbox: local" in lines[0]
+    assert all(line.startswith("ok ") for line in lines)
+    assert any("coding: python3 + pytest (system)" in line for line in lines)
+
+
+@pytest.mark.sandbox
+def test_run_oracle(capsys):
+    code = main(["run", "coding-terminal-v0", "--agent", "oracle", "--task", "py-fix-memo-leak"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.startswith("=== coding-terminal-v0 / task py-fix-memo-leak / agent oracle\n")
+    assert "\n>>> step 1: " in out and "\n>>> step 2: " in out and ">>> step 3" not in out
+    assert '>>> step 2: {"tool": "submit", "args": {}}\nsubmitted\n' in out
+    assert "[graded: score=1.000 success" in out
+    last = out.rstrip().splitlines()[-1]
+    assert last.startswith("=== score 1.000 (success), 2 steps, ")
+
+
+@pytest.mark.sandbox
+def test_run_scripted_with_actions_file(capsys, tmp_path):
+    task = make_task(tmp_path / "tasks" / "answer")
+    actions = tmp_path / "actions.json"
+    actions.write_text(json.dumps([{"tool": "write_file",
+                                    "args": {"path": "answer.txt", "content": "42\n"}}]))
+    code = main(["run", "coding-terminal-v0", "--agent", "scripted", "--actions", str(actions),
+                 "--tasks", str(task.parent)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "wrote 3 bytes to answer.txt" in out
+    assert out.rstrip().splitlines()[-1].startswith("=== score 1.000 (success), 2 steps")
+
+
+@pytest.mark.sandbox
+def test_eval_null(capsys, tmp_path):
+    output = tmp_path / "tmp.jsonl"
+    code = main(["eval", "coding-terminal-v0", "--agent", "null", "--episodes", "2",
+                 "--workers", "2", "--output", str(output)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "coding-terminal-v0 / agent=null" in out
+    table = {line[:24].strip(): line[24:].strip() for line in out.splitlines()
+             if line[:1].isalpha()}
+    assert table["episodes"] == "2"
+    assert table["success rate"] == "0.000"
+    assert table["mean score"] == "0.000"
+    assert table["mean steps"] == "1.000"
+    assert table["crashed episodes"] == "0"
+    assert f"every episode: {output}" in out
+    lines = output.read_text().splitlines()
+    assert len(lines) == 2
+    records = [json.loads(line) for line in lines]
+    for record in records:
+        assert set(record) == RECORD_FIELDS
+        assert record["success"] is False
+        assert record["score"] == 0.0
+        assert record["agent"] == "null"
+        assert record["env_id"] == "coding-terminal-v0"
+        assert record["steps"] == 1 and record["error"] is None
+    assert sorted(r["seed"] for r in records) == [0, 1]
+
+
+@pytest.mark.sandbox
+def test_task_check_valid(capsys, tmp_path):
+    task = make_task(tmp_path / "tiny-ok")
+    code = main(["task", "check", str(task)])
+    out = capsys.readouterr().out
+    assert out.splitlines() == [
+        "ok   tiny-ok",
+        "1 of 1 tasks pass: oracle scores 1 and null scores 0, twice",
+    ]
+    assert code == 0
+
+
+@pytest.mark.sandbox
+def test_task_check_broken(capsys, tmp_path):
+    task = make_task(tmp_path / "tiny-broken", solve="echo 41 > /app/answer.txt\n")
+    code = main(["task", "check", str(task)])
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert code == 1
+    assert lines[0] == "FAIL tiny-broken"
+    assert lines[1].startswith("     oracle run 1 scored 0.0 (want 1.0): ")
+    assert lines[2].startswith("     oracle run 2 scored 0.0 (want 1.0): ")
+    assert "null run" not in out  # the null agent does score 0
+    assert lines[-1] == "0 of 1 tasks pass: oracle scores 1 and null scores 0, twice"

@@ -1,0 +1,174 @@
+"""evaluate(), run_episode() and the results summary."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import taskgym
+from taskgym.agents import ScriptedAgent
+from taskgym.errors import ConfigError
+from taskgym.evaluation import EpisodeRecord, EvalResults, evaluate, run_episode
+
+SUMMARY_KEYS = ["episodes", "success_rate", "mean_score", "mean_steps", "step_success_rate",
+                "wall_sec", "cpu_sec", "peak_memory_mb", "crashed"]
+
+
+def make_task(folder: Path) -> Path:
+    """A task whose single hidden test wants 42 in /app/answer.txt."""
+    (folder / "environment" / "files").mkdir(parents=True)
+    (folder / "environment" / "files" / "notes.txt").write_text("answer.txt\n")
+    (folder / "solution").mkdir()
+    (folder / "solution" / "solve.sh").write_text("echo 42 > /app/answer.txt\n")
+    (folder / "tests").mkdir()
+    (folder / "tests" / "test_x.py").write_text(
+        "from pathlib import Path\n\n\ndef test_answer():\n"
+        "    assert Path('/app/answer.txt').read_text().strip() == '42'\n")
+    (folder / "instruction.md").write_text("Write 42 to /app/answer.txt.\n")
+    (folder / "task.toml").write_text(
+        "[agent]\nmax_steps = 8\ntimeout_sec = 120\n[verifier]\ntimeout_sec = 60\n"
+        "expected_tests = 1\n")
+    return folder
+
+
+def record(**changes: Any) -> EpisodeRecord:
+    base = dict(env_id="e", task_id="t", seed=0, agent="a", score=0.0, success=False, steps=1,
+                step_errors=0, wall_sec=1.0, cpu_sec=0.5, peak_memory_bytes=0)
+    base.update(changes)
+    return EpisodeRecord(**base)  # type: ignore[arg-type]
+
+
+# -- summary and table (no sandbox) ---------------------------------------------------------
+
+
+def test_summary_values():
+    results = EvalResults("env-v0", "scripted", [
+        record(seed=0, score=1.0, success=True, steps=4, step_errors=1, wall_sec=2.0,
+               cpu_sec=1.0, peak_memory_bytes=3 * 2**20),
+        record(seed=1, score=0.5, steps=6, step_errors=0, wall_sec=1.5, cpu_sec=0.25,
+               peak_memory_bytes=2**20),
+        record(seed=2, score=0.0, steps=0, error="SandboxError: boom", wall_sec=0.0, cpu_sec=0.0),
+    ])
+    summary = results.summary()
+    assert list(summary) == SUMMARY_KEYS
+    assert summary == pytest.approx({
+        "episodes": 3.0, "success_rate": 1 / 3, "mean_score": 0.5, "mean_steps": 10 / 3,
+        "step_success_rate": 0.9, "wall_sec": 3.5, "cpu_sec": 1.25, "peak_memory_mb": 3.0,
+        "crashed": 1.0})
+
+
+def test_summary_of_nothing():
+    summary = EvalResults("e", "a", []).summary()
+    assert summary == {k: 0.0 for k in SUMMARY_KEYS}
+
+
+def test_table_text():
+    results = EvalResults("env-v0", "null", [record(seed=0), record(seed=1, steps=3)])
+    lines = results.table().splitlines()
+    assert lines[0] == "env-v0 / agent=null"
+    assert set(lines[1]) == {"-"}
+    rows = {line[:23].strip(): line[23:].strip() for line in lines[2:]}
+    assert rows == {"episodes": "2", "success rate": "0.000", "mean score": "0.000",
+                    "mean steps": "2.000", "step success rate": "1.000",
+                    "wall time (s, summed)": "2.000", "CPU time (s, sandboxes)": "1.000",
+                    "peak memory (MB)": "0.000", "crashed episodes": "0"}
+    assert len({len(line) for line in lines[2:]}) == 1  # aligned columns
+
+
+def test_evaluate_records_crashes(tmp_path):
+    # tasks whose task.toml is broken crash at reset (before any sandbox starts): each crash
+    # is recorded and the evaluation goes on
+    for name in ("broken-a", "broken-b"):
+        (tmp_path / "tasks" / name).mkdir(parents=True)
+        (tmp_path / "tasks" / name / "instruction.md").write_text("x")
+        (tmp_path / "tasks" / name / "task.toml").write_text("[agent\n")
+    output = tmp_path / "crash.jsonl"
+    results = evaluate("coding-terminal-v0", agent="null", seeds=[4, 1, 3], workers=2,
+                       progress=False, output=output, tasks=str(tmp_path / "tasks"))
+    assert [r.seed for r in results.records] == [1, 3, 4]
+    for r in results.records:
+        assert r.error is not None and r.error.startswith("ConfigError: ")
+        assert "task.toml" in r.error
+        assert (r.task_id, r.steps, r.score, r.agent) == ("?", 0, 0.0, "null")
+    assert results.summary()["crashed"] == 3.0
+    assert len(output.read_text().splitlines()) == 3
+
+
+def test_evaluate_bad_agent_fails_fast(tmp_path):
+    with pytest.raises(ConfigError, match=r"the scripted agent needs actions=\[\.\.\.\]"):
+        evaluate("coding-terminal-v0", agent="scripted", episodes=2, progress=False)
+
+
+# -- with the sandbox -----------------------------------------------------------------------
+
+
+@pytest.mark.sandbox
+def test_evaluate_null(tmp_path):
+    # three tiny tasks rather than the curated set: same code path, seconds instead of
+    # compiling C projects, and independent of the curated tasks being edited
+    for name in ("t-c", "t-a", "t-b"):
+        make_task(tmp_path / "tasks" / name)
+    output = tmp_path / "tmp.jsonl"
+    results = evaluate("coding-terminal-v0", agent="null", episodes=3, workers=2,
+                       progress=False, output=output, tasks=str(tmp_path / "tasks"))
+    assert (results.env_id, results.agent) == ("coding-terminal-v0", "null")
+    assert [r.seed for r in results.records] == [0, 1, 2]
+    assert [r.task_id for r in results.records] == ["t-a", "t-b", "t-c"]
+    assert all(r.components["pass_fraction"] == 0.0 for r in results.records)
+    for r in results.records:
+        assert (r.env_id, r.agent, r.score, r.success, r.steps, r.step_errors, r.error) == (
+            "coding-terminal-v0", "null", 0.0, False, 1, 0, None)
+        assert r.wall_sec > 0
+    summary = results.summary()
+    assert list(summary) == SUMMARY_KEYS
+    assert summary["episodes"] == 3.0
+    assert summary["success_rate"] == 0.0 and summary["mean_score"] == 0.0
+    assert summary["mean_steps"] == 1.0 and summary["step_success_rate"] == 1.0
+    assert summary["crashed"] == 0.0
+    assert summary["wall_sec"] == pytest.approx(sum(r.wall_sec for r in results.records))
+    assert summary["cpu_sec"] > 0.0 and summary["peak_memory_mb"] > 0.0
+    lines = [json.loads(x) for x in output.read_text().splitlines()]
+    assert sorted(line["seed"] for line in lines) == [0, 1, 2]
+    assert all(set(line) == {f.name for f in dataclasses.fields(EpisodeRecord)}
+               for line in lines)
+    table = results.table()
+    assert table.startswith("coding-terminal-v0 / agent=null\n")
+    assert "success rate" in table and "0.000" in table
+
+
+@pytest.mark.sandbox
+def test_run_episode_counts_step_errors(tmp_path):
+    make_task(tmp_path / "answer")
+    actions = [
+        "{not json",                                           # error: bad JSON
+        {"tool": "bsh", "args": {"command": "ls"}},             # error: unknown tool
+        {"tool": "bash", "args": {"command": "echo 42 > answer.txt"}},
+        {"tool": "bash", "args": {"command": "ls", "cwd": "/"}},  # error: extra argument
+        {"tool": "read_file", "args": {"path": "../etc/passwd"}},  # error: tool refuses
+    ]
+    seen: list[tuple[Any, str, dict[str, Any]]] = []
+    env = taskgym.make("coding-terminal-v0", tasks=str(tmp_path))
+    try:
+        record = run_episode(env, ScriptedAgent(actions), task_id="answer",
+                             on_step=lambda a, o, i: seen.append((a, o["text"], i)))
+    finally:
+        env.close()
+    assert (record.steps, record.step_errors) == (6, 4)
+    assert (record.score, record.success) == (1.0, True)
+    assert (record.task_id, record.agent, record.env_id) == ("answer", "scripted",
+                                                             "coding-terminal-v0")
+    assert record.components["tests_passed"] == 1.0
+    assert record.reason is None and record.error is None
+    assert record.cpu_sec > 0 and record.peak_memory_bytes > 0
+    assert [a for a, _, _ in seen] == [*actions, {"tool": "submit", "args": {}}]
+    assert [("error" in i) for _, _, i in seen] == [True, True, False, True, True, False]
+    assert seen[0][1].startswith("error: the action is not valid JSON")
+    assert seen[1][1].startswith("error: unknown tool 'bsh'. Did you mean 'bash'?")
+    assert seen[2][1] == "[exit code 0]"
+    assert seen[3][1] == "error: invalid arguments for bash: cwd: Extra inputs are not permitted"
+    assert "contains '..'" in seen[4][1]
+    assert seen[5][2]["reward"].score == 1.0
