@@ -8,6 +8,7 @@ shell. Target: taskgym's steps/s at least a third of the floor's.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import threading
@@ -18,7 +19,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import ENV_ID, TASK_ID, Row, load_note, print_rows, table  # noqa: E402
-from _floor import floor_parallel_steps  # noqa: E402
+from _floor import floor_parallel_steps, python_cpu, sandbox_cpu, sandbox_pids  # noqa: E402
 
 import taskgym  # noqa: E402
 
@@ -26,8 +27,13 @@ TARGET_FRACTION = 1.0 / 3.0
 ACTION: dict[str, Any] = {"tool": "bash", "args": {"command": "echo hi"}}
 
 
-def env_parallel_steps(envs: list[Any], steps: int) -> float:
-    """Total steps/s with one thread per (already reset) env, ``steps`` steps each."""
+def env_parallel_steps(
+    envs: list[Any], steps: int, stats: dict[str, float] | None = None
+) -> float:
+    """Total steps/s with one thread per (already reset) env, ``steps`` steps each.
+
+    When given, ``stats`` receives ``python_cpu_us`` and ``sandbox_cpu_us`` per step.
+    """
     barrier = threading.Barrier(len(envs) + 1)
     errors: list[str] = []
 
@@ -40,16 +46,25 @@ def env_parallel_steps(envs: list[Any], steps: int) -> float:
                 return
 
     threads = [threading.Thread(target=work, args=(e,)) for e in envs]
+    pids = []
+    for env in envs:
+        launched = env.unwrapped.session._proc
+        pids += [launched.proc.pid, *sandbox_pids(launched.pidns)]
     for t in threads:
         t.start()
+    sb0 = sandbox_cpu(pids)
     barrier.wait()
-    t0 = time.perf_counter()
+    t0, py0 = time.perf_counter(), python_cpu()
     for t in threads:
         t.join()
     elapsed = time.perf_counter() - t0
+    total = len(envs) * steps
+    if stats is not None:
+        stats["python_cpu_us"] = (python_cpu() - py0) / total * 1e6
+        stats["sandbox_cpu_us"] = (sandbox_cpu(pids) - sb0) / total * 1e6
     if errors:
         raise RuntimeError(f"a step failed: {errors[0]}")
-    return len(envs) * steps / elapsed
+    return total / elapsed
 
 
 def run(quick: bool = False) -> list[Row]:
@@ -70,15 +85,25 @@ def run(quick: bool = False) -> list[Row]:
             setup = time.perf_counter() - t0
             ours: list[float] = []
             floors: list[float] = []
+            our_cpu: list[dict[str, float]] = []
+            floor_cpu: list[dict[str, float]] = []
             for _ in range(rounds):
-                ours.append(env_parallel_steps(envs, steps))
-                floors.append(floor_parallel_steps(n, steps, n))
+                our_cpu.append({})
+                floor_cpu.append({})
+                ours.append(env_parallel_steps(envs, steps, our_cpu[-1]))
+                floors.append(floor_parallel_steps(n, steps, n, floor_cpu[-1]))
         finally:
             for env in envs:
                 env.close()
         mine, floor = statistics.median(ours), statistics.median(floors)
         ratio = mine / floor
+        def cpu(runs: list[dict[str, float]]) -> str:
+            py = statistics.median(r["python_cpu_us"] for r in runs)
+            sb = statistics.median(r["sandbox_cpu_us"] for r in runs)
+            return f"{py:.0f} + {sb:.0f}"
+
         table_rows.append([str(n), f"{mine:,.0f}", f"{floor:,.0f}", f"{ratio:.2f}",
+                           cpu(our_cpu), cpu(floor_cpu),
                            " ".join(f"{v:,.0f}" for v in ours),
                            " ".join(f"{v:,.0f}" for v in floors), f"{setup:.1f}"])
         summary.append(Row(
@@ -86,8 +111,11 @@ def run(quick: bool = False) -> list[Row]:
             f"{mine:,.0f}", f"{floor:,.0f}", f"{ratio:.2f}x",
             ">= 0.33x floor", ratio >= TARGET_FRACTION,
         ))
-    print(table(["envs", "taskgym steps/s", "floor steps/s", "ratio", "taskgym rounds",
-                 "floor rounds", "make+reset s"], table_rows))
+    print(table(["envs", "taskgym steps/s", "floor steps/s", "ratio",
+                 "taskgym CPU us/step", "floor CPU us/step", "taskgym rounds", "floor rounds",
+                 "make+reset s"], table_rows))
+    print("(CPU us/step = host Python process + sandbox processes, during the timed run; "
+          f"{os.cpu_count()} CPUs bound steps/s to about CPUs / total)")
     print_rows("parallel steps", summary)
     return summary
 

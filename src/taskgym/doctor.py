@@ -60,9 +60,9 @@ def run_checks() -> list[Check]:
     checks.append(_cgroups())
     checks.append(Check("user", True, "root" if os.geteuid() == 0 else
                         f"uid {os.geteuid()} (unprivileged user namespaces)"))
+    pytest_probe = "import pytest; print('pytest', pytest.__version__)"
     checks.append(_sandbox_tool("coding: python3 + pytest (system)",
-                                ["/usr/bin/python3", "-c", "import pytest; print('pytest', pytest.__version__)"],
-                                "python3 python3-pytest"))
+                                ["/usr/bin/python3", "-c", pytest_probe], "python3 python3-pytest"))
     for tool, package in (("git", "git"), ("make", "make"), ("gcc", "gcc libc6-dev")):
         checks.append(_sandbox_tool(f"coding: {tool}", [tool, "--version"], package))
     return checks

@@ -128,6 +128,7 @@ def evaluate(env_id: str, agent: str = "oracle", episodes: int | None = None, wo
     """
     probe = make(env_id, **env_kwargs)
     try:
+        make_agent(agent, probe, **(agent_kwargs or {}))  # a bad agent config fails here, once
         count = episodes if episodes is not None else len(probe.unwrapped.task_set)  # type: ignore[attr-defined]
     finally:
         probe.close()
@@ -139,12 +140,13 @@ def evaluate(env_id: str, agent: str = "oracle", episodes: int | None = None, wo
     envs: list[gym.Env[Any, Any]] = []
 
     def one(seed: int) -> EpisodeRecord:
-        if not hasattr(local, "env"):
-            local.env = make(env_id, **env_kwargs)
-            local.agent = make_agent(agent, local.env, **(agent_kwargs or {}))
-            with lock:
-                envs.append(local.env)
         try:
+            if not hasattr(local, "env"):
+                env = make(env_id, **env_kwargs)
+                with lock:
+                    envs.append(env)
+                local.agent = make_agent(agent, env, **(agent_kwargs or {}))
+                local.env = env
             return run_episode(local.env, local.agent, seed=seed)
         except Exception as exc:  # record the crash, keep evaluating
             return EpisodeRecord(env_id=env_id, task_id="?", seed=seed, agent=agent, score=0.0,

@@ -216,7 +216,8 @@ def test_register_custom_env(tiny_registered, tiny_tasks):
         assert obs == {"text": "Say pear.\n"}
         assert info["task_id"] == "t-pear" and info["step"] == 0 and info["domain"] == "tiny"
         assert [t["function"]["name"] for t in info["tools"]] == ["say", "submit"]
-        obs, reward, terminated, truncated, info = env.step({"tool": "say", "args": {"word": "pear"}})
+        say_pear = {"tool": "say", "args": {"word": "pear"}}
+        obs, reward, terminated, truncated, info = env.step(say_pear)
         assert obs["text"] == "ahoy, you said pear"
         assert (reward, terminated, truncated) == (0.0, False, False)
         obs, reward, terminated, truncated, info = env.step({"tool": "submit", "args": {}})

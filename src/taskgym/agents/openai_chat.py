@@ -82,8 +82,11 @@ class OpenAIChatAgent(Agent):
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 payload = json.load(response)
-        except urllib.error.URLError as exc:
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
             raise ConfigError(f"the model server at {self.base_url} did not answer: {exc}") from exc
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"the model server at {self.base_url} sent a reply that is not "
+                              f"JSON: {exc}") from exc
         try:
             message: dict[str, Any] = payload["choices"][0]["message"]
         except (KeyError, IndexError, TypeError) as exc:

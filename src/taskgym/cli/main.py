@@ -85,7 +85,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     results = taskgym.evaluate(
         args.env_id, agent=args.agent, episodes=args.episodes, workers=args.workers,
         output=output, agent_kwargs=_agent_kwargs(args),
-        seeds=range(args.seed, args.seed + args.episodes) if args.episodes and args.seed else None,
+        seeds=(range(args.seed, args.seed + args.episodes) if args.seed is not None and args.episodes
+               else None),
         **_env_kwargs(args))
     print()
     print(results.table())
@@ -142,14 +143,16 @@ def cmd_task_check(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="taskgym", description="Task-sandbox environments for RL of LLM agents.")
+    parser = argparse.ArgumentParser(
+        prog="taskgym", description="Task-sandbox environments for RL of LLM agents.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     sub.add_parser("list", help="list registered envs").set_defaults(func=cmd_list)
 
     def episode_options(p: argparse.ArgumentParser) -> None:
         p.add_argument("env_id")
-        p.add_argument("--agent", default="oracle", choices=["oracle", "null", "random", "scripted", "openai"])
+        p.add_argument("--agent", default="oracle",
+                       choices=["oracle", "null", "random", "scripted", "openai"])
         p.add_argument("--tasks", help="task folder(s), or a named set such as 'generated'")
         p.add_argument("--sandbox", default="local")
         p.add_argument("--max-steps", type=int)
@@ -170,7 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--output", help="JSONL file of every episode")
     ev.set_defaults(func=cmd_eval)
 
-    sub.add_parser("doctor", help="what can run here, and how to fix what cannot").set_defaults(func=cmd_doctor)
+    doctor = sub.add_parser("doctor", help="what can run here, and how to fix what cannot")
+    doctor.set_defaults(func=cmd_doctor)
 
     task = sub.add_parser("task", help="task folder tools")
     task_sub = task.add_subparsers(dest="task_command", required=True)

@@ -39,7 +39,7 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         render_mode: ``"ansi"`` makes :meth:`render` return the episode transcript.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 1}
+    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 1}
     domain: ClassVar[str]
     description: ClassVar[str]
 
@@ -57,10 +57,13 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         self._backend_choice = sandbox
         self._backend: Backend | None = sandbox if isinstance(sandbox, Backend) else None
         self._max_steps = max_steps
+        self._limits_for: Task | None = None
+        self._limits = Limits()
         self.tools = self.make_tools()
         self._tools_by_name: Mapping[str, Tool] = {t.name: t for t in self.tools}
         self._tool_specs = [t.openai() for t in self.tools]
-        self.observation_space = gym.spaces.Dict({"text": UnicodeText()})
+        self.observation_space: gym.spaces.Space[Observation] = gym.spaces.Dict(  # type: ignore[assignment]
+            {"text": UnicodeText()})
         self.action_space = ToolCallSpace(self.tools)
         self.task: Task | None = None
         self._session: Session | None = None
@@ -116,9 +119,13 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         return FolderTaskSet(Path(tasks), self.domain)
 
     def limits(self, task: Task) -> Limits:
+        """``task``'s budgets with this env's overrides (``max_steps``)."""
         if self._max_steps is None:
             return task.limits
-        return task.limits.model_copy(update={"max_steps": self._max_steps})
+        if self._limits_for is not task:
+            self._limits_for = task
+            self._limits = task.limits.model_copy(update={"max_steps": self._max_steps})
+        return self._limits
 
     @property
     def backend(self) -> Backend:
@@ -201,7 +208,8 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
             info["usage"] = {"cpu_sec": self.last_usage.cpu_sec,
                              "peak_memory_bytes": self.last_usage.peak_memory_bytes}
             text += f"\n[graded: {graded.summary()}]"
-        self._transcript.append(f"$ {_describe(action)}\n{text}")
+        if self.render_mode == "ansi":
+            self._transcript.append(f"$ {_describe(action)}\n{text}")
         return {"text": text}, reward, terminated, truncated, info
 
     def _grade(self) -> RewardResult:
@@ -224,7 +232,7 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         if session is not None:
             session.close()
 
-    def render(self) -> str | None:  # type: ignore[override]
+    def render(self) -> str | None:
         if self.render_mode == "ansi":
             return "\n\n".join(self._transcript)
         return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -42,7 +42,7 @@ class UnicodeText(spaces.Space[str]):
     def __eq__(self, other: object) -> bool:
         return isinstance(other, UnicodeText) and other.max_length == self.max_length
 
-    def to_jsonable(self, sample_n: Sequence[str]) -> list[str]:
+    def to_jsonable(self, sample_n: Iterable[str]) -> list[str]:
         return list(sample_n)
 
     def from_jsonable(self, sample_n: list[str]) -> list[str]:
@@ -94,20 +94,24 @@ class ToolCallSpace(spaces.Space[dict[str, Any]]):
         if origin is typing.Literal:
             choices = typing.get_args(annotation)
             return choices[int(self.np_random.integers(len(choices)))]
-        low = next((getattr(m, "ge", None) for m in metadata if getattr(m, "ge", None) is not None), 0)
-        high = next((getattr(m, "le", None) for m in metadata if getattr(m, "le", None) is not None),
-                    low + 100)
+        bounds = {key: getattr(m, key) for m in metadata
+                  for key in ("ge", "gt", "le", "lt", "min_length", "max_length")
+                  if getattr(m, key, None) is not None}
         if annotation is bool:
             return bool(self.np_random.random() < 0.5)
-        if annotation is int:
-            return int(self.np_random.integers(int(low), int(high) + 1))
-        if annotation is float:
-            return float(self.np_random.uniform(float(low) + 1e-3, float(high)))
-        words = int(self.np_random.integers(1, 4))
-        return " ".join(
-            "".join(self.np_random.choice(_SAMPLE_ALPHABET[:62], size=int(self.np_random.integers(1, 9))))
-            for _ in range(words)
-        )
+        if annotation in (int, float):
+            low = bounds.get("ge", bounds.get("gt", 0))
+            high = bounds.get("le", bounds.get("lt", low + 100))
+            if annotation is int:
+                low = int(low) + (1 if "gt" in bounds and "ge" not in bounds else 0)
+                high = int(high) - (1 if "lt" in bounds and "le" not in bounds else 0)
+                return int(self.np_random.integers(low, max(low, high) + 1))
+            value = float(self.np_random.uniform(float(low), float(high)))
+            return min(max(value, float(low) + 1e-9), float(high) - 1e-9)
+        min_len = int(bounds.get("min_length", 1))
+        max_len = int(bounds.get("max_length", 24))
+        length = int(self.np_random.integers(min_len, max(min_len, max_len) + 1))
+        return "".join(self.np_random.choice(_SAMPLE_ALPHABET[:63], size=length))
 
     def __repr__(self) -> str:
         return f"ToolCallSpace({', '.join(self.tools)})"

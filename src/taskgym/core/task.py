@@ -15,11 +15,11 @@ import hashlib
 import os
 import shutil
 import tempfile
-import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import tomllib
 from pydantic import BaseModel, ConfigDict, Field
 
 from taskgym.errors import ConfigError, TaskNotFoundError
@@ -86,10 +86,17 @@ def load_task(path: Path | str, domain: str, task_id: str | None = None) -> Task
             config = tomllib.loads(toml_path.read_text())
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{toml_path}: {exc}") from exc
-    meta = config.get("metadata", {})
-    agent = config.get("agent", {})
-    verifier = config.get("verifier", {})
-    environment = config.get("environment", {})
+    sections = {}
+    for name in ("metadata", "agent", "verifier", "environment"):
+        section = config.get(name, {})
+        if not isinstance(section, dict):
+            raise ConfigError(f"{toml_path}: [{name}] must be a table, not {section!r}")
+        sections[name] = section
+    meta, agent = sections["metadata"], sections["agent"]
+    verifier, environment = sections["verifier"], sections["environment"]
+    tags = meta.get("tags", ())
+    if isinstance(tags, str):
+        tags = (tags,)
     limits: dict[str, Any] = {}
     for key, section, name in (
         ("max_steps", agent, "max_steps"),
@@ -111,7 +118,7 @@ def load_task(path: Path | str, domain: str, task_id: str | None = None) -> Task
             path=path,
             difficulty=str(meta.get("difficulty", "medium")),
             category=str(meta.get("category", "")),
-            tags=tuple(meta.get("tags", ())),
+            tags=tuple(str(t) for t in tags),
             limits=Limits(**limits),
             config=config,
         )
@@ -215,7 +222,8 @@ class GeneratedTaskSet(TaskSet):
         name, _, seed_text = task_id.rpartition("-")
         if name not in self._gens or not seed_text.isdigit():
             near = difflib.get_close_matches(name, self._names, n=1)
-            hint = f"; did you mean '{near[0]}-{seed_text}'?" if near else ""
+            seed_hint = seed_text if seed_text.isdigit() else "0"
+            hint = f"; did you mean '{near[0]}-{seed_hint}'?" if near else ""
             raise TaskNotFoundError(
                 f"{task_id!r} is not a generated task id (<generator>-<seed>, generators: "
                 f"{', '.join(self._names)}){hint}")

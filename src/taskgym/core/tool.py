@@ -45,7 +45,8 @@ class Tool:
 
     def json_schema(self) -> dict[str, Any]:
         """The arguments' JSON schema (titles removed)."""
-        return _strip_titles(self.args.model_json_schema())
+        schema: dict[str, Any] = _strip_titles(self.args.model_json_schema())
+        return schema
 
     def openai(self) -> dict[str, Any]:
         """The tool in OpenAI's function-calling format."""
@@ -75,9 +76,11 @@ class ActionError:
     message: str
 
 
-def _strip_titles(schema: Any) -> Any:
+def _strip_titles(schema: Any, names: bool = False) -> Any:
+    """Drop pydantic's generated ``title`` keys; ``names`` marks a mapping of field names."""
     if isinstance(schema, dict):
-        return {k: _strip_titles(v) for k, v in schema.items() if k != "title"}
+        return {k: _strip_titles(v, names=(k == "properties" and not names))
+                for k, v in schema.items() if names or not (k == "title" and isinstance(v, str))}
     if isinstance(schema, list):
         return [_strip_titles(v) for v in schema]
     return schema
@@ -89,8 +92,7 @@ def _loads(text: str, what: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise _Bad(f"{what} is not valid JSON: {exc.msg} at line {exc.lineno} "
-                   f"column {exc.colno}") from None
+        raise _Bad(f"{what} is not valid JSON: {exc}") from None
 
 
 class _Bad(Exception):
@@ -137,6 +139,10 @@ def parse_action(action: Any, tools: Mapping[str, Tool]) -> ToolCall | ActionErr
             args = {}
         if not isinstance(args, dict):
             raise _Bad(f"the arguments of {name} must be an object, not {type(args).__name__}")
+        size = sum(len(v) for v in args.values() if isinstance(v, (str, bytes)))
+        if size > MAX_ACTION_CHARS:
+            raise _Bad(f"the arguments of {name} hold {size:,} characters; the limit is "
+                       f"{MAX_ACTION_CHARS:,}")
         try:
             model = tool.args.model_validate(args)
         except ValidationError as exc:

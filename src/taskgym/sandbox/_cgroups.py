@@ -148,5 +148,11 @@ def rlimit_fallback(pid: int, memory_bytes: int, pids: int) -> None:
     """Per-process limits for machines without usable cgroups (weaker: see the security docs)."""
     resource.prlimit(pid, resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     with contextlib.suppress(OSError, ValueError):
-        current = sum(1 for p in Path("/proc").iterdir() if p.name.isdigit())
+        # RLIMIT_NPROC counts every process of the user, so allow what runs now plus ``pids``
+        uid = os.getuid()
+        current = 0
+        for entry in Path("/proc").iterdir():
+            with contextlib.suppress(OSError):
+                if entry.name.isdigit() and entry.stat().st_uid == uid:
+                    current += 1
         resource.prlimit(pid, resource.RLIMIT_NPROC, (current + pids, current + pids))

@@ -41,6 +41,8 @@ class SandboxSpec(BaseModel):
     """Bytes a single command may print before it is stopped as runaway output."""
     env: Mapping[str, str] = Field(default_factory=dict)
     """Extra environment variables for the shell."""
+    writable_dirs: tuple[str, ...] = ()
+    """Extra empty writable folders (tmpfs, each capped at ``tmp_mb``), e.g. /logs for graders."""
     ro_binds: Mapping[str, str] = Field(default_factory=dict)
     """Extra read-only mounts, host path -> sandbox path (e.g. hidden tests, only when grading)."""
 
@@ -77,6 +79,9 @@ class Session(abc.ABC):
     """
 
     spec: SandboxSpec
+    limits_enforced_by: str = "cgroup"
+    """``"cgroup"`` (exact, for the sandbox as a whole) or ``"rlimit"`` (per process, and
+    the process count per user: approximate), whichever this machine allowed."""
 
     @abc.abstractmethod
     def exec(self, command: str, timeout: float | None = None) -> ExecResult:

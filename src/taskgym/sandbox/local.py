@@ -134,6 +134,8 @@ class LocalBackend(Backend):
                  "--size", str(spec.tmp_mb << 20), "--tmpfs", "/tmp",
                  "--size", str(spec.disk_mb << 20), "--tmpfs", spec.workdir,
                  "--size", str(_CONTROL_MB << 20), "--tmpfs", CONTROL_DIR]
+        for path in spec.writable_dirs:
+            args += ["--size", str(spec.tmp_mb << 20), "--tmpfs", path]
         for host_path, inside in spec.ro_binds.items():
             if not Path(host_path).exists():
                 raise ConfigError(f"read-only bind source {host_path} does not exist")
@@ -170,7 +172,7 @@ class LocalBackend(Backend):
             os.close(fd)
         try:
             info = _read_info(info_r, proc)
-            init_pid = int(info["child-pid"])
+            init_pid = int(str(info["child-pid"]))
             memory = spec.memory_mb << 20
             cgroup: CgroupLimits | None = None
             try:
@@ -305,6 +307,7 @@ class LocalSession(Session):
         self._usage = ResourceUsage()
         self._root_fd = -1
         self._cmd_fd = -1
+        self._cmd_len = 0
         self._ctl = -1
         self._proc: _Launched | None = None
         self._boot(seed_dir=seed, seed_fd=None)
@@ -319,6 +322,7 @@ class LocalSession(Session):
         finally:
             os.close(ctl_r)
         self._proc = launched
+        self.limits_enforced_by = "cgroup" if launched.cgroup is not None else "rlimit"
         self._ctl = ctl_w
         proc = launched.proc
         assert proc.stdout and proc.stderr
@@ -327,6 +331,8 @@ class LocalSession(Session):
         self._poll = select.poll()
         self._poll.register(self._stdout, select.POLLIN)
         self._poll.register(self._stderr, select.POLLIN)
+        self._stderr_poll = select.poll()
+        self._stderr_poll.register(self._stderr, select.POLLIN)
         tag = self._tag.decode()
         bootstrap = (
             f"__tg() {{ . {CONTROL_DIR}/cmd; printf '\\n{tag}%d\\n' \"$?\"; }}\n"
@@ -344,6 +350,7 @@ class LocalSession(Session):
                     os.close(self._cmd_fd)
                 self._cmd_fd = os.open("cmd", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644,
                                        dir_fd=control)
+                self._cmd_len = 0
             finally:
                 os.close(control)
             self._root_fd = os.open(proc_root + self.spec.workdir,
@@ -441,7 +448,9 @@ class LocalSession(Session):
             if self._proc is None:
                 raise SandboxError("the session is stopped")
             os.pwrite(self._cmd_fd, data, 0)
-            os.ftruncate(self._cmd_fd, len(data))
+            if len(data) < self._cmd_len:
+                os.ftruncate(self._cmd_fd, len(data))
+            self._cmd_len = len(data)
             limit = timeout if timeout is not None else self.spec.command_timeout_sec
             return self._send(b"__tg\n", limit, _boot_ticks())
 
@@ -502,10 +511,13 @@ class LocalSession(Session):
                         del out[idx:]
                         found = True
             if found:
-                with contextlib.suppress(BlockingIOError):
-                    while chunk := os.read(self._stderr, 262144):
-                        if len(err) < limit:
-                            err += chunk
+                # what the command wrote to stderr is in the pipe before the marker
+                while self._stderr_poll.poll(0):
+                    chunk = os.read(self._stderr, 262144)
+                    if not chunk:
+                        break
+                    if len(err) < limit:
+                        err += chunk
                 break
         restarted = dead or hung
         if dead and self._proc is not None:

@@ -13,8 +13,14 @@ from typing import Any
 from taskgym.core.env import TaskEnv
 from taskgym.core.paths import envs_dir
 from taskgym.core.reward import RewardResult
-from taskgym.core.task import FolderTaskSet, GeneratedTaskSet, Task, TaskSet, cache_dir
-from taskgym.core.task import source_version
+from taskgym.core.task import (
+    FolderTaskSet,
+    GeneratedTaskSet,
+    Task,
+    TaskSet,
+    cache_dir,
+    source_version,
+)
 from taskgym.core.tool import Tool
 from taskgym.domains.coding.verifier import verify_session
 from taskgym.errors import ConfigError

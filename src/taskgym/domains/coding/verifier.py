@@ -58,6 +58,7 @@ def grade_workspace(task: Task, workspace: Path, backend: Backend) -> RewardResu
         env={"TASKGYM_NONCE_FD": str(nonce_r), "TASKGYM_REPORT_FD": str(report_w),
              "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"},
         ro_binds={str(tests): "/tests", str(GRADER_DIR): "/.grader"},
+        writable_dirs=("/logs",) if mode == "script" else (),
     )
     try:
         result, usage = backend.run(

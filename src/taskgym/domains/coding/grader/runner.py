@@ -19,6 +19,14 @@ import subprocess
 import sys
 
 
+def make_undumpable():
+    """Stop processes the tests start (same uid) from reading this one's memory."""
+    import ctypes
+
+    PR_SET_DUMPABLE = 4
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
 def open_channel():
     nonce_fd = int(os.environ.pop("TASKGYM_NONCE_FD"))
     report_fd = int(os.environ.pop("TASKGYM_REPORT_FD"))
@@ -35,6 +43,8 @@ def open_channel():
 
 
 def run_pytest(send):
+    import _pytest.main
+    import _pytest.python
     import _pytest.reports
     import _pytest.runner
     import pytest
@@ -45,6 +55,12 @@ def run_pytest(send):
         "call_and_report": (_pytest.runner, "call_and_report"),
         "runtestprotocol": (_pytest.runner, "runtestprotocol"),
         "TestReport.from_item_and_call": (_pytest.reports.TestReport, "from_item_and_call"),
+        "Function.runtest": (_pytest.python.Function, "runtest"),
+        "pytest_pyfunc_call": (_pytest.python, "pytest_pyfunc_call"),
+        "pytest_runtest_setup": (_pytest.runner, "pytest_runtest_setup"),
+        "pytest_runtest_call": (_pytest.runner, "pytest_runtest_call"),
+        "pytest_runtest_teardown": (_pytest.runner, "pytest_runtest_teardown"),
+        "pytest_runtestloop": (_pytest.main, "pytest_runtestloop"),
     }
     snapshot = {name: inspect.getattr_static(owner, attr) for name, (owner, attr) in guarded.items()}
     passed = {}
@@ -73,6 +89,8 @@ def run_pytest(send):
     )
     tampered = sorted(name for name, (owner, attr) in guarded.items()
                       if inspect.getattr_static(owner, attr) is not snapshot[name])
+    if sys.gettrace() is not None or sys.getprofile() is not None:
+        tampered.append("a trace or profile hook")
     send(final=True, exit=int(code), tampered=tampered)
 
 
@@ -98,6 +116,7 @@ def run_script(send):
 
 
 def main():
+    make_undumpable()
     send = open_channel()
     if sys.argv[1:] == ["script"]:
         run_script(send)

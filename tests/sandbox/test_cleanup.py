@@ -1,0 +1,100 @@
+"""Nothing is left behind: not after 200 episodes, not after a crash (the reaper)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import taskgym
+from taskgym.agents import ScriptedAgent
+from taskgym.evaluation import run_episode
+from taskgym.sandbox._cgroups import cgroup_parents
+from taskgym.sandbox._reaper import reap, runtime_root
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
+
+CALC = Path(__file__).parents[2] / "fixtures" / "coding" / "calc"
+
+
+def _children_of(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2 :].split()
+            if int(fields[1]) == pid and fields[0] not in ("Z", "X"):
+                found.append(int(entry.name))
+    return found
+
+
+def _ours(paths: list[Path]) -> list[Path]:
+    prefix = f"{os.getpid()}-"
+    return [p for p in paths if p.name.startswith(prefix)]
+
+
+def _leftovers() -> dict[str, list[str]]:
+    cgroups = [c for parent in cgroup_parents() if parent.is_dir() for c in parent.iterdir()
+               if c.is_dir()]
+    return {
+        "processes": [str(p) for p in _children_of(os.getpid())],
+        "runtime dirs": [str(p) for p in _ours(list(runtime_root().iterdir()))],
+        "cgroups": [str(p) for p in _ours(cgroups)],
+    }
+
+
+def test_200_episodes_leave_nothing_behind() -> None:
+    env = taskgym.make("coding-terminal-v0", tasks=str(CALC), max_steps=3)
+    agent = ScriptedAgent([{"tool": "bash", "args": {"command": "sleep 1000 & setsid sleep 1001 &"}}])
+    try:
+        for episode in range(200):
+            record = run_episode(env, agent, seed=episode)
+            assert record.error is None and record.steps == 2
+    finally:
+        env.close()
+    assert _leftovers() == {"processes": [], "runtime dirs": [], "cgroups": []}
+
+
+def test_the_reaper_removes_what_a_killed_run_left() -> None:
+    script = (
+        "import os, signal, taskgym\n"
+        f"env = taskgym.make('coding-terminal-v0', tasks={str(CALC)!r})\n"
+        "env.reset()\n"
+        "env.step({'tool': 'bash', 'args': {'command': 'sleep 999 &'}})\n"
+        "from taskgym.sandbox._reaper import runtime_root, session_name\n"
+        "(runtime_root() / (session_name() + '-scratch')).mkdir()\n"
+        "print(os.getpid(), flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    dead = proc.stdout.strip()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(
+            (Path("/proc") / p.name / "cmdline").exists() for p in Path("/proc").iterdir()
+            if p.name.isdigit() and _cmd(p) == "sleep 999"):
+        time.sleep(0.05)
+    assert not [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmd(p) == "sleep 999"]
+    left_dirs = [p for p in runtime_root().iterdir() if p.name.startswith(f"{dead}-")]
+    left_cgroups = [c for parent in cgroup_parents() if parent.is_dir()
+                    for c in parent.iterdir() if c.name.startswith(f"{dead}-")]
+    assert left_dirs  # the crash did leave something: the reaper has work to do
+    removed = reap()
+    assert {str(p) for p in left_dirs + left_cgroups} <= set(removed)
+    assert not [p for p in runtime_root().iterdir() if p.name.startswith(f"{dead}-")]
+
+
+def _cmd(proc: Path) -> str:
+    try:
+        return (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return ""

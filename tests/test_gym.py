@@ -1,0 +1,148 @@
+"""The Gymnasium contract: check_env for every registered id, vector envs, stepping rules."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import taskgym
+
+pytestmark = pytest.mark.sandbox
+
+ECHO = {"tool": "bash", "args": {"command": "echo hi"}}
+SUBMIT = {"tool": "submit", "args": {}}
+
+
+@pytest.mark.parametrize("env_id", sorted(taskgym.list_envs()))
+def test_check_env_passes_for_every_registered_id(env_id: str) -> None:
+    env = taskgym.make(env_id, max_steps=3)
+    try:
+        check_env(env.unwrapped)
+    finally:
+        env.close()
+
+
+def test_gymnasium_make_with_namespace() -> None:
+    env = gym.make("taskgym/coding-terminal-v0")
+    try:
+        obs, info = env.reset(seed=3)
+        assert env.observation_space.contains(obs)
+        assert {t["function"]["name"] for t in info["tools"]} == {
+            "bash", "read_file", "write_file", "submit"}
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("vector", ["sync", "async"])
+def test_vector_envs(vector: str) -> None:
+    fns = [lambda: taskgym.make("coding-terminal-v0") for _ in range(2)]
+    venv: gym.vector.VectorEnv[Any, Any, Any]
+    if vector == "sync":
+        venv = gym.vector.SyncVectorEnv(fns)
+    else:
+        venv = gym.vector.AsyncVectorEnv(fns, shared_memory=False)
+    try:
+        obs, info = venv.reset(seed=[0, 1])
+        assert len(obs["text"]) == 2 and list(info["task_id"]) == sorted(info["task_id"])
+        obs, reward, terminated, truncated, info = venv.step((ECHO, ECHO))
+        assert tuple(obs["text"]) == ("hi\n[exit code 0]",) * 2
+        obs, reward, terminated, truncated, info = venv.step((SUBMIT, SUBMIT))
+        assert list(terminated) == [True, True] and list(reward) == [0.0, 0.0]
+    finally:
+        venv.close()
+
+
+def test_step_after_the_end_reports_an_error() -> None:
+    env = taskgym.make("coding-terminal-v0")
+    try:
+        env.reset(seed=0)
+        env.step(SUBMIT)
+        obs, reward, terminated, truncated, info = env.step(ECHO)
+        assert terminated and reward == 0.0 and "reset()" in info["error"]
+    finally:
+        env.close()
+
+
+def test_step_limit_truncates_and_grades() -> None:
+    env = taskgym.make("coding-terminal-v0", max_steps=2)
+    try:
+        env.reset(seed=0)
+        assert env.step(ECHO)[3] is False
+        obs, reward, terminated, truncated, info = env.step(ECHO)
+        assert truncated and not terminated and "step limit" in obs["text"]
+        assert info["reward"].score == reward == 0.0
+    finally:
+        env.close()
+
+
+def test_malformed_actions_never_raise_and_count_as_steps() -> None:
+    env = taskgym.make("coding-terminal-v0")
+    bad: list[Any] = ["{not json", '{"tool": "rm -rf"}', {"tool": "bash", "args": {"command": 7}},
+                      {"tool": "bash", "args": {"command": "x" * 2_000_000}}, None, 42,
+                      {"tool": "bash", "args": {"command": "echo \x00"}},
+                      {"tool": "read_file", "args": {"path": "../../etc/passwd"}},
+                      {"tool": "write_file", "args": {"path": "/etc/x", "content": "x"}},
+                      "\x1b[31m\x07" * 1000]
+    try:
+        env.reset(seed=0)
+        for step, action in enumerate(bad, start=1):
+            obs, reward, terminated, truncated, info = env.step(action)
+            assert info["step"] == step and info["error"], action
+            assert obs["text"].startswith("error: ") and not terminated
+        assert env.step(ECHO)[0]["text"] == "hi\n[exit code 0]"
+    finally:
+        env.close()
+
+
+def test_many_envs_step_from_threads() -> None:
+    envs = [taskgym.make("coding-terminal-v0") for _ in range(6)]
+    outputs: list[str] = []
+    lock = threading.Lock()
+
+    def work(env: gym.Env[Any, Any], i: int) -> None:
+        env.reset(seed=i)
+        for j in range(20):
+            text = env.step({"tool": "bash", "args": {"command": f"echo {i}-{j}"}})[0]["text"]
+            with lock:
+                outputs.append(text)
+
+    threads = [threading.Thread(target=work, args=(e, i)) for i, e in enumerate(envs)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        for env in envs:
+            env.close()
+    assert sorted(outputs) == sorted(f"{i}-{j}\n[exit code 0]" for i in range(6) for j in range(20))
+
+
+def test_stepping_does_not_block_an_event_loop() -> None:
+    env = taskgym.make("coding-terminal-v0")
+    env.reset(seed=0)
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.01)
+
+    async def main() -> str:
+        task = asyncio.create_task(ticker())
+        obs, *_ = await asyncio.to_thread(
+            env.step, {"tool": "bash", "args": {"command": "sleep 0.5; echo done"}})
+        task.cancel()
+        return str(obs["text"])
+
+    try:
+        assert asyncio.run(main()).startswith("done")
+        assert ticks >= 20  # the loop kept running while the command slept
+    finally:
+        env.close()
