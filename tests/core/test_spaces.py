@@ -113,9 +113,6 @@ class _Exclusive(BaseModel):
     n: int = Field(gt=0, lt=5)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: ToolCallSpace._sample_value reads only ge/le; "
-                   "exclusive bounds (gt/lt) are ignored, so an int Field(gt=0, lt=5) is "
-                   "sampled from 0..100 and sample() yields actions contains() rejects")
 def test_samples_respect_exclusive_bounds():
     space = ToolCallSpace([_tool("ex", _Exclusive)], seed=0)
     assert all(space.contains(space.sample()) for _ in range(100))
@@ -125,8 +122,6 @@ class _Short(BaseModel):
     code: str = Field(max_length=4)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: ToolCallSpace ignores string max_length: samples "
-                   "of up to three 8-character words break Field(max_length=4)")
 def test_samples_respect_string_length():
     space = ToolCallSpace([_tool("short", _Short)], seed=0)
     assert all(space.contains(space.sample()) for _ in range(100))

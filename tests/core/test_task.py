@@ -112,18 +112,12 @@ def test_invalid_limit_is_a_config_error(tmp_path, toml, field):
     assert str(folder / "task.toml") in str(info.value)
 
 
-@pytest.mark.xfail(strict=True, raises=(TypeError, AttributeError),
-                   reason="BUG: load_task assumes [agent]/[metadata]/... are "
-                   "tables: 'agent = 5' raises TypeError and 'metadata = \"x\"' AttributeError "
-                   "instead of ConfigError")
 @pytest.mark.parametrize("toml", ["agent = 5\n", "metadata = \"x\"\n"])
 def test_section_that_is_not_a_table_is_a_config_error(tmp_path, toml):
     with pytest.raises(ConfigError):
         load_task(make_task(tmp_path / "nt", toml=toml), "d")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: metadata.tags given as a string is split into "
-                   "characters by tuple(): tags = \"python\" gives ('p','y','t','h','o','n')")
 def test_tags_as_a_string_are_not_split_into_characters(tmp_path):
     try:
         task = load_task(make_task(tmp_path / "tg", toml='[metadata]\ntags = "python"\n'), "d")

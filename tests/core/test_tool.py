@@ -259,9 +259,6 @@ def test_megabytes_in_openai_arguments(tools):
         f"the arguments of bash is {len(arguments):,} characters; the limit is 1,000,000")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: MAX_ACTION_CHARS ('largest action accepted, in "
-                   "characters of its JSON form') is only enforced on str/bytes actions; a dict "
-                   "action with megabytes of arguments is accepted")
 def test_megabytes_in_a_dict_action_are_refused(tools):
     message = _err({"tool": "bash", "args": {"command": "a" * 3_000_000}}, tools)
     assert "the limit is 1,000,000" in message
@@ -273,9 +270,6 @@ def test_raw_control_characters_make_invalid_json(tools):
     assert message.endswith("line 1 column 40")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: _loads appends ' at line..' to exc.msg, and "
-                   "json's msg 'Invalid control character at' already ends in 'at', giving "
-                   "'Invalid control character at at line 1 column 40'")
 def test_control_character_message_is_not_garbled(tools):
     message = _err('{"tool": "bash", "args": {"command": "a\x01b"}}', tools)
     assert " at at " not in message
@@ -364,9 +358,6 @@ def test_openai_format(tools):
     assert submit == {"type": "object", "properties": {}, "additionalProperties": False}
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: _strip_titles removes every key named 'title', so "
-                   "an argument field called 'title' vanishes from properties while 'required' "
-                   "still lists it")
 def test_argument_named_title_survives_in_schema():
     class IssueArgs(BaseModel):
         title: str

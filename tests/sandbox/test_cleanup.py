@@ -19,7 +19,9 @@ from taskgym.sandbox._reaper import reap, runtime_root
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 
-CALC = Path(__file__).parents[2] / "fixtures" / "coding" / "calc"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "coding"
+CALC = FIXTURES / "calc"
+HELLO = FIXTURES / "harbor-hello"  # graded by a shell script: quick, so 200 episodes stay cheap
 
 
 def _children_of(pid: int) -> list[int]:
@@ -52,7 +54,7 @@ def _leftovers() -> dict[str, list[str]]:
 
 
 def test_200_episodes_leave_nothing_behind() -> None:
-    env = taskgym.make("coding-terminal-v0", tasks=str(CALC), max_steps=3)
+    env = taskgym.make("coding-terminal-v0", tasks=str(HELLO), max_steps=3)
     agent = ScriptedAgent([{"tool": "bash", "args": {"command": "sleep 1000 & setsid sleep 1001 &"}}])
     try:
         for episode in range(200):

@@ -92,7 +92,9 @@ def _loads(text: str, what: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise _Bad(f"{what} is not valid JSON: {exc}") from None
+        reason = exc.msg.removesuffix(" at")  # some messages end in "at" already
+        raise _Bad(f"{what} is not valid JSON: {reason} at line {exc.lineno} "
+                   f"column {exc.colno}") from None
 
 
 class _Bad(Exception):
