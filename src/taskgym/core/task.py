@@ -15,11 +15,11 @@ import hashlib
 import os
 import shutil
 import tempfile
+import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import tomllib
 from pydantic import BaseModel, ConfigDict, Field
 
 from taskgym.errors import ConfigError, TaskNotFoundError
