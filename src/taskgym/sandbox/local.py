@@ -452,27 +452,60 @@ class LocalSession(Session):
                 os.ftruncate(self._cmd_fd, len(data))
             self._cmd_len = len(data)
             limit = timeout if timeout is not None else self.spec.command_timeout_sec
-            return self._send(b"__tg\n", limit, _boot_ticks())
+            return self._send(b"__tg\n", limit, killable=True)
 
-    def _send(self, script: bytes, timeout: float, since_tick: int | None = None) -> ExecResult:
+    def _send(self, script: bytes, timeout: float, killable: bool = False) -> ExecResult:
         """Write ``script`` to the shell and collect output up to the exit-status marker.
 
-        ``since_tick`` enables the timeout and runaway-output kill of what the command
-        started; without it (at boot) the shell is never restarted.
+        ``killable`` enables the timeout and runaway-output kill of what the command
+        started, and the restart of a dead or hung shell; at boot neither happens.
         """
         started = time.monotonic()
-        deadline = started + timeout
-        out = bytearray()
-        err = bytearray()
-        marker = b"\n" + self._tag
-        code = -1
-        timed_out = runaway = dead = hung = False
-        give_up: float | None = None
-        limit = self.spec.stream_limit_bytes
+        since_tick = _ticks_at(started) if killable else None
         try:
             os.write(self._ctl, script)
         except BrokenPipeError:
-            dead = True
+            pass
+        else:
+            # fast path: a short command's output and marker usually arrive in one read
+            if self._poll.poll(timeout * 1000.0) != [(self._stdout, select.POLLIN)]:
+                return self._collect(started, timeout, since_tick, bytearray())
+            chunk = os.read(self._stdout, 262144)
+            marker = b"\n" + self._tag
+            idx = chunk.find(marker)
+            end = chunk.find(b"\n", idx + len(marker)) if idx >= 0 else -1
+            if end != len(chunk) - 1 or end == idx + len(marker):
+                return self._collect(started, timeout, since_tick, bytearray(chunk))
+            code = int(chunk[idx + len(marker) : end])
+            err = bytearray()
+            while self._stderr_poll.poll(0):
+                piece = os.read(self._stderr, 262144)
+                if not piece:
+                    break
+                err += piece
+            cap = self.spec.output_limit_bytes
+            return ExecResult(
+                stdout=_text(chunk[:idx], cap), stderr=_text(err, cap), exit_code=code,
+                duration_sec=time.monotonic() - started, truncated=idx > cap or len(err) > cap)
+        return self._collect(started, timeout, since_tick, bytearray(), dead=True)
+
+    def _collect(self, started: float, timeout: float, since_tick: int | None, out: bytearray,
+                 dead: bool = False) -> ExecResult:
+        """The general case of :meth:`_send`: several reads, timeouts, runaway output."""
+        deadline = started + timeout
+        err = bytearray()
+        marker = b"\n" + self._tag
+        code = -1
+        timed_out = runaway = hung = False
+        give_up: float | None = None
+        limit = self.spec.stream_limit_bytes
+        if out:  # the fast path's first chunk may already hold the marker
+            idx = out.find(marker)
+            end = out.find(b"\n", idx + len(marker)) if idx >= 0 else -1
+            if end >= 0:
+                code = int(out[idx + len(marker) : end] or b"-1")
+                del out[idx:]
+                return self._finish(started, out, err, code, False, False, False, since_tick)
         while not dead:
             now = time.monotonic()
             wait_until = give_up if give_up is not None else deadline
@@ -510,16 +543,20 @@ class LocalSession(Session):
                         code = int(out[idx + len(marker) : end] or b"-1")
                         del out[idx:]
                         found = True
-            if found:
-                # what the command wrote to stderr is in the pipe before the marker
-                while self._stderr_poll.poll(0):
-                    chunk = os.read(self._stderr, 262144)
-                    if not chunk:
-                        break
-                    if len(err) < limit:
-                        err += chunk
+            if found:  # what the command wrote to stderr is in the pipe before the marker
                 break
-        restarted = dead or hung
+        return self._finish(started, out, err, code, timed_out, runaway, dead or hung, since_tick,
+                            dead)
+
+    def _finish(self, started: float, out: bytearray, err: bytearray, code: int, timed_out: bool,
+                runaway: bool, restarted: bool, since_tick: int | None,
+                dead: bool = False) -> ExecResult:
+        limit = self.spec.stream_limit_bytes
+        while not restarted and self._stderr_poll.poll(0):
+            chunk = os.read(self._stderr, 262144)
+            if not chunk:
+                break
+            err += chunk[: max(0, limit - len(err))]
         if dead and self._proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired, BlockingIOError, OSError):
                 code = self._proc.proc.wait(timeout=1.0)
@@ -620,8 +657,10 @@ def _wait_gone(pid: int, start: int | None, timeout: float = 5.0) -> None:
         time.sleep(0.0005)
 
 
-def _boot_ticks() -> int:
-    return int(time.clock_gettime(time.CLOCK_BOOTTIME) * _CLK_TCK)
+def _ticks_at(monotonic: float) -> int:
+    """The clock tick since boot (as in /proc/<pid>/stat) of a ``time.monotonic()`` reading."""
+    offset = time.clock_gettime(time.CLOCK_BOOTTIME) - time.monotonic()
+    return int((monotonic + offset) * _CLK_TCK)
 
 
 def _children(pid: int) -> list[int]:
