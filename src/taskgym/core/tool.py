@@ -97,6 +97,9 @@ def _loads(text: str, what: str) -> Any:
                    f"column {exc.colno}") from None
 
 
+_PLAIN_KEYS = {"tool", "args"}
+
+
 class _Bad(Exception):
     pass
 
@@ -126,7 +129,10 @@ def _split(action: Any) -> tuple[Any, Any, str | None]:
 def parse_action(action: Any, tools: Mapping[str, Tool]) -> ToolCall | ActionError:
     """Validate ``action`` against ``tools``; never raises."""
     try:
-        name, args, call_id = _split(action)
+        if type(action) is dict and action.keys() == _PLAIN_KEYS:  # the common shape, quickly
+            name, args, call_id = action["tool"], action["args"], None
+        else:
+            name, args, call_id = _split(action)
         if not isinstance(name, str) or not name:
             raise _Bad("the action names no tool: give 'tool' (or an OpenAI function name)")
         tool = tools.get(name)

@@ -31,11 +31,12 @@ def _outcome(fn, args):
 
 
 def _scenario(cls, ctor_args, ops):
+    # first item: outcome of the constructor; then one outcome per method call
     try:
         obj = cls(*ctor_args)
     except Exception as exc:
         return [("raises", type(exc).__name__)]
-    return [_outcome(getattr(obj, name), margs) for name, margs in ops]
+    return [("ok", "created")] + [_outcome(getattr(obj, name), margs) for name, margs in ops]
 '''
 
 

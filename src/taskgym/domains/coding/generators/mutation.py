@@ -290,14 +290,29 @@ def _bug_report(pkg: str, mutant: Mutant, case: tuple[object, ...], got: object,
     ctor_args, ops = case
     assert isinstance(ctor_args, tuple) and isinstance(ops, list)
     assert isinstance(got, list) and isinstance(want, list)
-    lines = [f"from {pkg}.{mutant.module} import {mutant.unit.name}",
-             f"obj = {c.call_repr(mutant.unit.name, ctor_args)}"]
-    step = next(i for i, (g, w) in enumerate(zip(got, want, strict=True)) if g != w)
-    for name, margs in ops[: step + 1]:
-        lines.append(c.call_repr(f"obj.{name}", margs))
+    ctor = c.call_repr(mutant.unit.name, ctor_args)
+    lines = [f"from {pkg}.{mutant.module} import {mutant.unit.name}", f"obj = {ctor}"]
+    if got[0] != want[0]:  # the constructor itself misbehaves
+
+        def ctor_text(outcome: Any, should: bool) -> str:
+            if outcome[0] == "raises":
+                return ("raise" if should else "raises") + f" `{outcome[1]}`"
+            return "succeed" if should else "succeeds"
+
+        return (f"Constructing `{qual}{ctor[len(mutant.unit.name):]}` {ctor_text(got[0], False)}"
+                f", but according to its docstring it should {ctor_text(want[0], True)}.")
+    step = next(i for i, (g, w) in enumerate(zip(got[1:], want[1:], strict=True)) if g != w)
+    for i, (name, margs) in enumerate(ops[: step + 1]):
+        call = c.call_repr(f"obj.{name}", margs)
+        outcome = want[i + 1]
+        if i < step and isinstance(outcome, tuple) and outcome[0] == "raises":
+            call = f"with suppress({outcome[1]}):  # raising here is expected\n    {call}"
+            if "from contextlib import suppress" not in lines:
+                lines.insert(0, "from contextlib import suppress")
+        lines.append(call)
     return ("This sequence of calls misbehaves:\n\n```python\n" + "\n".join(lines) + "\n```\n\n"
-            f"The last call {_render_outcome(got[step])}, but it should "
-            f"{_render_outcome(want[step], should=True)}.")
+            f"The last call {_render_outcome(got[step + 1])}, but it should "
+            f"{_render_outcome(want[step + 1], should=True)}.")
 
 
 def _test_file(pkg: str, modules: dict[str, list[Unit]], expected: dict[str, list[object]]) -> str:
@@ -325,7 +340,7 @@ def generate(seed: int, dest: pathlib.Path) -> None:
     rng = random.Random(seed)
     pkg = rng.choice(PACKAGES)
     categories = sorted(rng.sample(sorted(TEMPLATES), rng.randint(2, 4)))
-    total = rng.randint(max(4, len(categories)), 8)
+    total = rng.randint(max(4, len(categories)), min(8, 3 * len(categories)))
     counts = dict.fromkeys(categories, 1)
     while sum(counts.values()) < total:
         cat = rng.choice(categories)
@@ -355,7 +370,8 @@ def generate(seed: int, dest: pathlib.Path) -> None:
         # Bug report: wrong result from `{pkg}`
 
         `/app/{pkg}/` is a small pure-Python helper package used across our services (modules:
-        {module_list}; {n_units} public functions/classes in total). A colleague filed this:
+        {module_list}; {n_units} public functions/classes in total).
+        A colleague filed this:
 
         """) + report + "\n\n" + c.dedent(f"""
         Find the defect in `/app/{pkg}/` and fix it. The docstrings describe the intended
