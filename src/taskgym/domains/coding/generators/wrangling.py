@@ -56,7 +56,7 @@ def _transactions(rng: random.Random) -> Dataset:
     records: list[dict[str, object]] = []
     for tid in ids:
         month, day = rng.randint(1, 6), rng.randint(1, 28)
-        cents = rng.randint(150, 60000) if rng.random() > 0.06 else None
+        cents = rng.randint(150, rng.choice([9000, 60000, 250000])) if rng.random() > 0.06 else None
         status = rng.choices(["completed", "refunded", "pending"], [8, 2, 1])[0]
         rec: dict[str, object] = {"txn_id": f"T{tid}", "date": f"{year}-{month:02d}-{day:02d}",
                                   "customer": rng.choice(people), "category": rng.choice(cats),
@@ -331,7 +331,9 @@ def generate(seed: int, dest: pathlib.Path) -> None:
     if q.header is not None:
         fmt = (f"Write `/app/{q.output}`: UTF-8 CSV with `\\n` line endings, the header line "
                f"`{q.header}` first, then one row per result, no quoting, no extra columns or "
-               f"spaces. Amounts are written with exactly two decimals (`1234.50`, `-12.05`).")
+               f"spaces.")
+        if q.answer in ("top_customers", "net_by_category"):
+            fmt += " Amounts are written with exactly two decimals (`1234.50`, `-12.05`)."
     else:
         fmt = (f"Write `/app/{q.output}` (UTF-8); any JSON formatting/whitespace is fine, but "
                f"values, key names and order of the array must be exact.")
