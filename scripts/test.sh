@@ -7,6 +7,6 @@ cd "$(dirname "$0")/.."
 
 python3 -m ruff check src tests benchmarks
 python3 -m mypy
-python3 -m mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
+NO_MKDOCS_2_WARNING=1 python3 -m mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
 TASKGYM_REQUIRE_SANDBOX=1 python3 -m pytest "$@"
 ./scripts/test_unprivileged.sh

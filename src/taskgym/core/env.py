@@ -69,6 +69,7 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         self._session: Session | None = None
         self._steps = 0
         self._deadline = 0.0
+        self.episode_limits = Limits()
         self._over = True
         self._transcript: list[str] = []
         self.last_reward: RewardResult | None = None
@@ -160,7 +161,8 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         self.task = task
         self._session = self.backend.start(self.sandbox_spec(task), self.workspace_seed(task))
         self._steps = 0
-        self._deadline = time.monotonic() + self.limits(task).timeout_sec
+        self.episode_limits = self.limits(task)  # the task's budgets with this env's overrides
+        self._deadline = time.monotonic() + self.episode_limits.timeout_sec
         self._over = False
         self.last_reward = None
         text = task.instruction
@@ -191,10 +193,11 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
                 result = ToolResult(text=f"error: {exc.strerror or exc}", error=str(exc))
         if result.error is not None:
             info["error"] = result.error
-        info.update(result.info)
+        if result.info:
+            info.update(result.info)
         text = result.text
         terminated = result.done
-        limits = self.limits(self.task) if self.task else Limits()
+        limits = self.episode_limits
         truncated = not terminated and (
             self._steps >= limits.max_steps or time.monotonic() >= self._deadline)
         reward = 0.0

@@ -147,7 +147,10 @@ def parse_action(action: Any, tools: Mapping[str, Tool]) -> ToolCall | ActionErr
             args = {}
         if not isinstance(args, dict):
             raise _Bad(f"the arguments of {name} must be an object, not {type(args).__name__}")
-        size = sum(len(v) for v in args.values() if isinstance(v, (str, bytes)))
+        size = 0
+        for value in args.values():
+            if type(value) is str or isinstance(value, (str, bytes)):
+                size += len(value)
         if size > MAX_ACTION_CHARS:
             raise _Bad(f"the arguments of {name} hold {size:,} characters; the limit is "
                        f"{MAX_ACTION_CHARS:,}")

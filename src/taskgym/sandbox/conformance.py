@@ -47,6 +47,21 @@ def check_exec_output_and_status(backend: Backend) -> None:
 
 
 @_check
+def check_short_and_long_commands_agree(backend: Backend) -> None:
+    """A backend may carry short commands differently; the shell must not tell the difference."""
+    with backend.start(SandboxSpec()) as s:
+        for command in ("return 3", 'echo "[$1] $#"', "local v=1; echo $v", "false",
+                        "echo 'it''s' \\\\ \"x\"", "echo é"):
+            short = s.exec(command)
+            long = s.exec(command + " # " + "padding " * 20)
+            _expect((short.stdout, short.stderr, short.exit_code)
+                    == (long.stdout, long.stderr, long.exit_code),
+                    f"{command!r}: {short} differs from {long}")
+        _expect(s.exec("return 3").exit_code == 3 and not s.exec("return 3").restarted,
+                "return did not end just the command")
+
+
+@_check
 def check_shell_state_persists(backend: Backend) -> None:
     with backend.start(SandboxSpec()) as s:
         s.exec("mkdir -p sub && cd sub && export GREETING=hello && count=41")

@@ -42,6 +42,8 @@ SANDBOX_UID = 1000
 CONTROL_DIR = "/.taskgym"
 """Where the host drops each command for the shell to source (a small tmpfs)."""
 _CONTROL_MB = 4
+_INLINE_MAX = 64
+"""Commands up to this many bytes of printable ASCII skip the command file."""
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 _INSTALL_HINT = (
     "bubblewrap is not installed. Install it with `sudo apt-get install bubblewrap` "
@@ -336,6 +338,8 @@ class LocalSession(Session):
         tag = self._tag.decode()
         bootstrap = (
             f"__tg() {{ . {CONTROL_DIR}/cmd; printf '\\n{tag}%d\\n' \"$?\"; }}\n"
+            "__tgx() { local __tg_c=$1; shift; eval \"$__tg_c\"; }\n"
+            f"__tgi() {{ __tgx \"$1\"; printf '\\n{tag}%d\\n' \"$?\"; }}\n"
             "set +o history; unset HISTFILE; umask 022\n"
         )
         old_fd = self._root_fd
@@ -444,14 +448,18 @@ class LocalSession(Session):
         if len(data) > (_CONTROL_MB << 20) // 2:
             raise ConfigError(f"the command is {len(data)} bytes; the limit is "
                               f"{(_CONTROL_MB << 20) // 2} (write long content with a file tool)")
+        limit = timeout if timeout is not None else self.spec.command_timeout_sec
         with self._lock:
             if self._proc is None:
                 raise SandboxError("the session is stopped")
+            if len(data) <= _INLINE_MAX and command.isascii() and command.isprintable():
+                # short one-liners travel on the trigger line itself, quoted as one word
+                quoted = data.replace(b"\\", b"\\\\").replace(b"'", b"\\'")
+                return self._send(b"__tgi $'" + quoted + b"'\n", limit, killable=True)
             os.pwrite(self._cmd_fd, data, 0)
             if len(data) < self._cmd_len:
                 os.ftruncate(self._cmd_fd, len(data))
             self._cmd_len = len(data)
-            limit = timeout if timeout is not None else self.spec.command_timeout_sec
             return self._send(b"__tg\n", limit, killable=True)
 
     def _send(self, script: bytes, timeout: float, killable: bool = False) -> ExecResult:
@@ -461,7 +469,7 @@ class LocalSession(Session):
         started, and the restart of a dead or hung shell; at boot neither happens.
         """
         started = time.monotonic()
-        since_tick = _ticks_at(started) if killable else None
+        since = started if killable else None
         try:
             os.write(self._ctl, script)
         except BrokenPipeError:
@@ -469,13 +477,13 @@ class LocalSession(Session):
         else:
             # fast path: a short command's output and marker usually arrive in one read
             if self._poll.poll(timeout * 1000.0) != [(self._stdout, select.POLLIN)]:
-                return self._collect(started, timeout, since_tick, bytearray())
+                return self._collect(started, timeout, since, bytearray())
             chunk = os.read(self._stdout, 262144)
             marker = b"\n" + self._tag
             idx = chunk.find(marker)
             end = chunk.find(b"\n", idx + len(marker)) if idx >= 0 else -1
             if end != len(chunk) - 1 or end == idx + len(marker):
-                return self._collect(started, timeout, since_tick, bytearray(chunk))
+                return self._collect(started, timeout, since, bytearray(chunk))
             code = int(chunk[idx + len(marker) : end])
             err = bytearray()
             while self._stderr_poll.poll(0):
@@ -487,9 +495,9 @@ class LocalSession(Session):
             return ExecResult(
                 stdout=_text(chunk[:idx], cap), stderr=_text(err, cap), exit_code=code,
                 duration_sec=time.monotonic() - started, truncated=idx > cap or len(err) > cap)
-        return self._collect(started, timeout, since_tick, bytearray(), dead=True)
+        return self._collect(started, timeout, since, bytearray(), dead=True)
 
-    def _collect(self, started: float, timeout: float, since_tick: int | None, out: bytearray,
+    def _collect(self, started: float, timeout: float, since: float | None, out: bytearray,
                  dead: bool = False) -> ExecResult:
         """The general case of :meth:`_send`: several reads, timeouts, runaway output."""
         deadline = started + timeout
@@ -505,16 +513,16 @@ class LocalSession(Session):
             if end >= 0:
                 code = int(out[idx + len(marker) : end] or b"-1")
                 del out[idx:]
-                return self._finish(started, out, err, code, False, False, False, since_tick)
+                return self._finish(started, out, err, code, False, False, False, since)
         while not dead:
             now = time.monotonic()
             wait_until = give_up if give_up is not None else deadline
             if now >= wait_until:
-                if give_up is not None or since_tick is None:
+                if give_up is not None or since is None:
                     hung = True
                     break
                 timed_out = True
-                self._kill_started(since_tick)
+                self._kill_started(since)
                 give_up = now + 2.0
                 continue
             events = self._poll.poll((wait_until - now) * 1000.0)
@@ -531,9 +539,9 @@ class LocalSession(Session):
                     keep = limit // 2
                     del buf[keep : len(buf) - keep]
                     start = keep
-                    if not runaway and since_tick is not None:
+                    if not runaway and since is not None:
                         runaway = True
-                        self._kill_started(since_tick)
+                        self._kill_started(since)
                 if fd != self._stdout:
                     continue
                 idx = out.find(marker, start)
@@ -545,11 +553,10 @@ class LocalSession(Session):
                         found = True
             if found:  # what the command wrote to stderr is in the pipe before the marker
                 break
-        return self._finish(started, out, err, code, timed_out, runaway, dead or hung, since_tick,
-                            dead)
+        return self._finish(started, out, err, code, timed_out, runaway, dead or hung, since, dead)
 
     def _finish(self, started: float, out: bytearray, err: bytearray, code: int, timed_out: bool,
-                runaway: bool, restarted: bool, since_tick: int | None,
+                runaway: bool, restarted: bool, since: float | None,
                 dead: bool = False) -> ExecResult:
         limit = self.spec.stream_limit_bytes
         while not restarted and self._stderr_poll.poll(0):
@@ -562,7 +569,7 @@ class LocalSession(Session):
                 code = self._proc.proc.wait(timeout=1.0)
                 while chunk := os.read(self._stderr, 262144):
                     err += chunk[: max(0, limit - len(err))]
-        if restarted and since_tick is not None:
+        if restarted and since is not None:
             self._restart()
         cap = self.spec.output_limit_bytes
         return ExecResult(
@@ -572,10 +579,11 @@ class LocalSession(Session):
             truncated=runaway or len(out) > cap or len(err) > cap, restarted=restarted,
         )
 
-    def _kill_started(self, since_tick: int) -> None:
-        """SIGKILL every process of this sandbox started at or after ``since_tick``."""
+    def _kill_started(self, since: float) -> None:
+        """SIGKILL every process of this sandbox started at or after ``since`` (monotonic)."""
         if self._proc is None:
             return
+        since_tick = _ticks_at(since)
         keep = {self._proc.init_pid, self._proc.proc.pid}
         keep.update(_children(self._proc.init_pid))  # the shell itself
         for pid, start in _sandbox_processes(self._proc.pidns):

@@ -110,8 +110,7 @@ class CodingEnv(TaskEnv):
 
     def make_tools(self) -> list[Tool]:
         def max_timeout() -> float:
-            limit = self.limits(self.task).command_timeout_sec if self.task else 120.0
-            return max(1.0, min(limit, self.remaining_seconds()))
+            return max(1.0, min(self.episode_limits.command_timeout_sec, self.remaining_seconds()))
 
         return [*shell_tools(lambda: self.session, max_timeout),
                 submit_tool("Submit the workspace for grading by the hidden tests; ends the "
