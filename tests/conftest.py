@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -32,3 +34,27 @@ def local_backend() -> LocalBackend:
     if _PROBLEM is not None:
         pytest.skip(_PROBLEM)
     return LocalBackend()
+
+
+def write_answer_task(folder: Path, solve: str = "echo 42 > /app/answer.txt\n",
+                      max_steps: int = 8) -> Path:
+    """A small task folder whose single hidden test wants 42 in /app/answer.txt."""
+    (folder / "environment" / "files").mkdir(parents=True)
+    (folder / "environment" / "files" / "notes.txt").write_text("the answer goes in answer.txt\n")
+    (folder / "solution").mkdir()
+    (folder / "solution" / "solve.sh").write_text("#!/bin/bash\nset -e\n" + solve)
+    (folder / "tests").mkdir()
+    (folder / "tests" / "test_x.py").write_text(
+        "from pathlib import Path\n\n\ndef test_answer():\n"
+        "    assert Path('/app/answer.txt').read_text().strip() == '42'\n")
+    (folder / "instruction.md").write_text("Write 42 to /app/answer.txt.\n")
+    (folder / "task.toml").write_text(
+        f"[agent]\nmax_steps = {max_steps}\ntimeout_sec = 120\n[verifier]\ntimeout_sec = 60\n"
+        "expected_tests = 1\n")
+    return folder
+
+
+@pytest.fixture()
+def answer_task() -> Callable[..., Path]:
+    """Makes small task folders (see :func:`write_answer_task`)."""
+    return write_answer_task

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 
 import pytest
 
@@ -12,23 +11,6 @@ from taskgym.cli.main import build_parser, main
 from taskgym.evaluation import EpisodeRecord
 
 RECORD_FIELDS = {f.name for f in dataclasses.fields(EpisodeRecord)}
-
-
-def make_task(folder: Path, solve: str = "echo 42 > /app/answer.txt\n") -> Path:
-    """A task folder whose single hidden test wants 42 in /app/answer.txt."""
-    (folder / "environment" / "files").mkdir(parents=True)
-    (folder / "environment" / "files" / "notes.txt").write_text("the answer goes in answer.txt\n")
-    (folder / "solution").mkdir()
-    (folder / "solution" / "solve.sh").write_text("#!/bin/bash\nset -e\n" + solve)
-    (folder / "tests").mkdir()
-    (folder / "tests" / "test_x.py").write_text(
-        "from pathlib import Path\n\n\ndef test_answer():\n"
-        "    assert Path('/app/answer.txt').read_text().strip() == '42'\n")
-    (folder / "instruction.md").write_text("Write 42 to /app/answer.txt.\n")
-    (folder / "task.toml").write_text(
-        "[agent]\nmax_steps = 5\ntimeout_sec = 120\n[verifier]\ntimeout_sec = 60\n"
-        "expected_tests = 1\n")
-    return folder
 
 
 def test_list(capsys):
@@ -99,8 +81,8 @@ def test_run_oracle(capsys):
 
 
 @pytest.mark.sandbox
-def test_run_scripted_with_actions_file(capsys, tmp_path):
-    task = make_task(tmp_path / "tasks" / "answer")
+def test_run_scripted_with_actions_file(capsys, tmp_path, answer_task):
+    task = answer_task(tmp_path / "tasks" / "answer")
     actions = tmp_path / "actions.json"
     actions.write_text(json.dumps([{"tool": "write_file",
                                     "args": {"path": "answer.txt", "content": "42\n"}}]))
@@ -142,8 +124,8 @@ def test_eval_null(capsys, tmp_path):
 
 
 @pytest.mark.sandbox
-def test_task_check_valid(capsys, tmp_path):
-    task = make_task(tmp_path / "tiny-ok")
+def test_task_check_valid(capsys, tmp_path, answer_task):
+    task = answer_task(tmp_path / "tiny-ok")
     code = main(["task", "check", str(task)])
     out = capsys.readouterr().out
     assert out.splitlines() == [
@@ -154,8 +136,8 @@ def test_task_check_valid(capsys, tmp_path):
 
 
 @pytest.mark.sandbox
-def test_task_check_broken(capsys, tmp_path):
-    task = make_task(tmp_path / "tiny-broken", solve="echo 41 > /app/answer.txt\n")
+def test_task_check_broken(capsys, tmp_path, answer_task):
+    task = answer_task(tmp_path / "tiny-broken", solve="echo 41 > /app/answer.txt\n")
     code = main(["task", "check", str(task)])
     out = capsys.readouterr().out
     lines = out.splitlines()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,23 +15,6 @@ from taskgym.evaluation import EpisodeRecord, EvalResults, evaluate, run_episode
 
 SUMMARY_KEYS = ["episodes", "success_rate", "mean_score", "mean_steps", "step_success_rate",
                 "wall_sec", "cpu_sec", "peak_memory_mb", "crashed"]
-
-
-def make_task(folder: Path) -> Path:
-    """A task whose single hidden test wants 42 in /app/answer.txt."""
-    (folder / "environment" / "files").mkdir(parents=True)
-    (folder / "environment" / "files" / "notes.txt").write_text("answer.txt\n")
-    (folder / "solution").mkdir()
-    (folder / "solution" / "solve.sh").write_text("echo 42 > /app/answer.txt\n")
-    (folder / "tests").mkdir()
-    (folder / "tests" / "test_x.py").write_text(
-        "from pathlib import Path\n\n\ndef test_answer():\n"
-        "    assert Path('/app/answer.txt').read_text().strip() == '42'\n")
-    (folder / "instruction.md").write_text("Write 42 to /app/answer.txt.\n")
-    (folder / "task.toml").write_text(
-        "[agent]\nmax_steps = 8\ntimeout_sec = 120\n[verifier]\ntimeout_sec = 60\n"
-        "expected_tests = 1\n")
-    return folder
 
 
 def record(**changes: Any) -> EpisodeRecord:
@@ -107,11 +89,11 @@ def test_evaluate_bad_agent_fails_fast(tmp_path):
 
 
 @pytest.mark.sandbox
-def test_evaluate_null(tmp_path):
+def test_evaluate_null(tmp_path, answer_task):
     # three tiny tasks rather than the curated set: same code path, seconds instead of
     # compiling C projects, and independent of the curated tasks being edited
     for name in ("t-c", "t-a", "t-b"):
-        make_task(tmp_path / "tasks" / name)
+        answer_task(tmp_path / "tasks" / name)
     output = tmp_path / "tmp.jsonl"
     results = evaluate("coding-terminal-v0", agent="null", episodes=3, workers=2,
                        progress=False, output=output, tasks=str(tmp_path / "tasks"))
@@ -141,8 +123,8 @@ def test_evaluate_null(tmp_path):
 
 
 @pytest.mark.sandbox
-def test_run_episode_counts_step_errors(tmp_path):
-    make_task(tmp_path / "answer")
+def test_run_episode_counts_step_errors(tmp_path, answer_task):
+    answer_task(tmp_path / "answer")
     actions = [
         "{not json",                                           # error: bad JSON
         {"tool": "bsh", "args": {"command": "ls"}},             # error: unknown tool

@@ -8,7 +8,6 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -372,28 +371,11 @@ def test_openai_server_too_slow(server, no_openai_env):
 # -- a real episode ------------------------------------------------------------------------
 
 
-def make_answer_task(folder: Path) -> Path:
-    """A task solved by writing 42 to /app/answer.txt."""
-    (folder / "environment" / "files").mkdir(parents=True)
-    (folder / "environment" / "files" / "README.txt").write_text("Put the answer here.\n")
-    (folder / "solution").mkdir()
-    (folder / "solution" / "solve.sh").write_text("#!/bin/bash\necho 42 > /app/answer.txt\n")
-    (folder / "tests").mkdir()
-    (folder / "tests" / "test_answer.py").write_text(
-        "from pathlib import Path\n\n\ndef test_answer():\n"
-        "    assert Path('/app/answer.txt').read_text().strip() == '42'\n")
-    (folder / "instruction.md").write_text("Write the answer, 42, to /app/answer.txt.\n")
-    (folder / "task.toml").write_text(
-        "[agent]\nmax_steps = 6\ntimeout_sec = 120\n[verifier]\ntimeout_sec = 60\n"
-        "expected_tests = 1\n")
-    return folder
-
-
 @pytest.mark.sandbox
-def test_openai_agent_drives_a_real_episode(server, tmp_path, no_openai_env):
-    task = make_answer_task(tmp_path / "answer-task")
+def test_openai_agent_drives_a_real_episode(server, tmp_path, no_openai_env, answer_task):
+    task = answer_task(tmp_path / "answer-task", max_steps=6)
     server.replies = [
-        reply(tool_call("call_1", "bash", {"command": "cat README.txt; echo 42 > answer.txt"})),
+        reply(tool_call("call_1", "bash", {"command": "cat notes.txt; echo 42 > answer.txt"})),
         reply(tool_call("call_2", "submit", {})),
     ]
     env = taskgym.make("coding-terminal-v0", tasks=str(task))
@@ -406,9 +388,9 @@ def test_openai_agent_drives_a_real_episode(server, tmp_path, no_openai_env):
     assert record.agent == "openai"
     assert len(server.requests) == 2
     first = server.requests[0]["body"]
-    assert first["messages"][1]["content"] == "Write the answer, 42, to /app/answer.txt.\n"
+    assert first["messages"][1]["content"] == "Write 42 to /app/answer.txt.\n"
     assert [t["function"]["name"] for t in first["tools"]] == [
         "bash", "read_file", "write_file", "submit"]
     result = server.requests[1]["body"]["messages"][-1]
     assert result["role"] == "tool" and result["tool_call_id"] == "call_1"
-    assert result["content"] == "Put the answer here.\n[exit code 0]"
+    assert result["content"] == "the answer goes in answer.txt\n[exit code 0]"
