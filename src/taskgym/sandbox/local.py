@@ -329,6 +329,7 @@ class LocalSession(Session):
         proc = launched.proc
         assert proc.stdout and proc.stderr
         self._stdout, self._stderr = proc.stdout.fileno(), proc.stderr.fileno()
+        os.set_blocking(self._stdout, False)
         os.set_blocking(self._stderr, False)
         self._poll = select.poll()
         self._poll.register(self._stdout, select.POLLIN)
@@ -475,10 +476,14 @@ class LocalSession(Session):
         except BrokenPipeError:
             pass
         else:
-            # fast path: a short command's output and marker usually arrive in one read
-            if self._poll.poll(timeout * 1000.0) != [(self._stdout, select.POLLIN)]:
-                return self._collect(started, timeout, since, bytearray())
-            chunk = os.read(self._stdout, 262144)
+            # fast path: a short command's output and marker usually arrive in one read,
+            # often before the write above has even returned
+            try:
+                chunk = os.read(self._stdout, 262144)
+            except BlockingIOError:
+                if self._poll.poll(timeout * 1000.0) != [(self._stdout, select.POLLIN)]:
+                    return self._collect(started, timeout, since, bytearray())
+                chunk = os.read(self._stdout, 262144)
             marker = b"\n" + self._tag
             idx = chunk.find(marker)
             end = chunk.find(b"\n", idx + len(marker)) if idx >= 0 else -1
