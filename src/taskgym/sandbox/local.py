@@ -298,7 +298,9 @@ class LocalSession(Session):
     the command text into a file on the control tmpfs and sends ``__tg`` down the pipe;
     ``__tg`` sources the file (bash reads a regular file in one call, where it reads a
     pipe one byte at a time) and prints a marker line with the exit status on stdout.
-    Commands read /dev/null as stdin, so nothing they do can consume the protocol.
+    A short printable one-liner skips the file: it rides the trigger line as one ANSI-C
+    quoted word for ``__tgi``, which evaluates it the same way. Commands read /dev/null as
+    stdin, so nothing they do can consume the protocol.
     """
 
     def __init__(self, backend: LocalBackend, spec: SandboxSpec, seed: Path | None) -> None:
