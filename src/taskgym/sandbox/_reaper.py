@@ -18,18 +18,25 @@ from pathlib import Path
 
 from taskgym.sandbox._cgroups import cgroup_parents, remove_cgroup
 
-__all__ = ["owner_alive", "reap", "reap_once", "runtime_root", "session_name"]
+__all__ = ["owner_alive", "proc_stat", "reap", "reap_once", "runtime_root", "session_name"]
 
 _lock = threading.Lock()
 _reaped = False
 
 
-def _start_time(pid: int) -> str | None:
+def proc_stat(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (state first, start time at
+    index 19), or ``None`` when there is no such process."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return stat[stat.rindex(")") + 2 :].split()[19]
+    return stat[stat.rindex(")") + 2 :].split()
+
+
+def _start_time(pid: int) -> str | None:
+    fields = proc_stat(pid)
+    return fields[19] if fields else None
 
 
 def runtime_root() -> Path:

@@ -32,7 +32,7 @@ from pathlib import Path
 from taskgym.errors import ConfigError, SandboxError, SandboxUnavailableError
 from taskgym.sandbox import _fs
 from taskgym.sandbox._cgroups import CgroupLimits, rlimit_fallback
-from taskgym.sandbox._reaper import reap_once, runtime_root, session_name
+from taskgym.sandbox._reaper import proc_stat, reap_once, runtime_root, session_name
 from taskgym.sandbox._seccomp import seccomp_program
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec, Session
 
@@ -308,6 +308,7 @@ class LocalSession(Session):
         self._backend = backend
         self._lock = threading.Lock()
         self._tag = b"__TG_" + secrets.token_hex(8).encode()
+        self._marker = b"\n" + self._tag
         self._usage = ResourceUsage()
         self._root_fd = -1
         self._cmd_fd = -1
@@ -486,18 +487,11 @@ class LocalSession(Session):
                 if self._poll.poll(timeout * 1000.0) != [(self._stdout, select.POLLIN)]:
                     return self._collect(started, timeout, since, bytearray())
                 chunk = os.read(self._stdout, 262144)
-            marker = b"\n" + self._tag
-            idx = chunk.find(marker)
-            end = chunk.find(b"\n", idx + len(marker)) if idx >= 0 else -1
-            if end != len(chunk) - 1 or end == idx + len(marker):
+            found = self._find_marker(chunk)
+            if found is None:
                 return self._collect(started, timeout, since, bytearray(chunk))
-            code = int(chunk[idx + len(marker) : end])
-            err = bytearray()
-            while self._stderr_poll.poll(0):
-                piece = os.read(self._stderr, 262144)
-                if not piece:
-                    break
-                err += piece
+            idx, code = found
+            err = self._read_stderr(bytearray())
             cap = self.spec.output_limit_bytes
             return ExecResult(
                 stdout=_text(chunk[:idx], cap), stderr=_text(err, cap), exit_code=code,
@@ -509,18 +503,10 @@ class LocalSession(Session):
         """The general case of :meth:`_send`: several reads, timeouts, runaway output."""
         deadline = started + timeout
         err = bytearray()
-        marker = b"\n" + self._tag
         code = -1
         timed_out = runaway = hung = False
         give_up: float | None = None
         limit = self.spec.stream_limit_bytes
-        if out:  # the fast path's first chunk may already hold the marker
-            idx = out.find(marker)
-            end = out.find(b"\n", idx + len(marker)) if idx >= 0 else -1
-            if end >= 0:
-                code = int(out[idx + len(marker) : end] or b"-1")
-                del out[idx:]
-                return self._finish(started, out, err, code, False, False, False, since)
         while not dead:
             now = time.monotonic()
             wait_until = give_up if give_up is not None else deadline
@@ -540,7 +526,7 @@ class LocalSession(Session):
                     dead = True
                     break
                 buf = out if fd == self._stdout else err
-                start = max(0, len(buf) - len(marker) - 24)
+                start = max(0, len(buf) - len(self._marker) - 24)
                 buf += chunk
                 if len(buf) > limit:  # runaway output: keep the head and the recent tail
                     keep = limit // 2
@@ -551,13 +537,11 @@ class LocalSession(Session):
                         self._kill_started(since)
                 if fd != self._stdout:
                     continue
-                idx = out.find(marker, start)
-                if idx >= 0:
-                    end = out.find(b"\n", idx + len(marker))
-                    if end >= 0:
-                        code = int(out[idx + len(marker) : end] or b"-1")
-                        del out[idx:]
-                        found = True
+                marker = self._find_marker(out, start)
+                if marker is not None:
+                    idx, code = marker
+                    del out[idx:]
+                    found = True
             if found:  # what the command wrote to stderr is in the pipe before the marker
                 break
         return self._finish(started, out, err, code, timed_out, runaway, dead or hung, since, dead)
@@ -565,17 +549,12 @@ class LocalSession(Session):
     def _finish(self, started: float, out: bytearray, err: bytearray, code: int, timed_out: bool,
                 runaway: bool, restarted: bool, since: float | None,
                 dead: bool = False) -> ExecResult:
-        limit = self.spec.stream_limit_bytes
-        while not restarted and self._stderr_poll.poll(0):
-            chunk = os.read(self._stderr, 262144)
-            if not chunk:
-                break
-            err += chunk[: max(0, limit - len(err))]
+        if not restarted:
+            self._read_stderr(err)
         if dead and self._proc is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired, BlockingIOError, OSError):
+            with contextlib.suppress(subprocess.TimeoutExpired, OSError):
                 code = self._proc.proc.wait(timeout=1.0)
-                while chunk := os.read(self._stderr, 262144):
-                    err += chunk[: max(0, limit - len(err))]
+                self._read_stderr(err)  # up to EOF: the shell has exited
         if restarted and since is not None:
             self._restart()
         cap = self.spec.output_limit_bytes
@@ -585,6 +564,26 @@ class LocalSession(Session):
             duration_sec=time.monotonic() - started, timed_out=timed_out,
             truncated=runaway or len(out) > cap or len(err) > cap, restarted=restarted,
         )
+
+    def _find_marker(self, buf: bytes | bytearray, start: int = 0) -> tuple[int, int] | None:
+        """Where the exit-status marker line begins in ``buf``, and the status, once complete."""
+        idx = buf.find(self._marker, start)
+        if idx < 0:
+            return None
+        end = buf.find(b"\n", idx + len(self._marker))
+        if end < 0:
+            return None
+        return idx, int(buf[idx + len(self._marker) : end] or b"-1")
+
+    def _read_stderr(self, err: bytearray) -> bytearray:
+        """Add to ``err`` what stderr holds now (the command's stderr precedes its marker)."""
+        limit = self.spec.stream_limit_bytes
+        while self._stderr_poll.poll(0):
+            chunk = os.read(self._stderr, 262144)
+            if not chunk:
+                break
+            err += chunk[: max(0, limit - len(err))]
+        return err
 
     def _kill_started(self, since: float) -> None:
         """SIGKILL every process of this sandbox started at or after ``since`` (monotonic)."""
@@ -651,12 +650,8 @@ def _warn_no_cgroup(exc: OSError) -> None:
 
 def _start_tick(pid: int) -> int | None:
     """When ``pid`` started, or ``None`` once it has exited (a zombie counts as exited)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return None if fields[0] in ("Z", "X") else int(fields[19])
+    fields = proc_stat(pid)
+    return None if fields is None or fields[0] in ("Z", "X") else int(fields[19])
 
 
 def _wait_gone(pid: int, start: int | None, timeout: float = 5.0) -> None:
@@ -695,12 +690,11 @@ def _sandbox_processes(pidns: str) -> list[tuple[int, int]]:
         try:
             if os.readlink(f"/proc/{entry.name}/ns/pid") != want:
                 continue
-            stat = Path(f"/proc/{entry.name}/stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if fields[0] not in ("Z", "X"):  # zombies wait for a reaper; they do not run
-            found.append((int(entry.name), int(fields[19])))
+        start = _start_tick(int(entry.name))  # zombies wait for a reaper; they do not run
+        if start is not None:
+            found.append((int(entry.name), start))
     return found
 
 
