@@ -57,8 +57,6 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         self._backend_choice = sandbox
         self._backend: Backend | None = sandbox if isinstance(sandbox, Backend) else None
         self._max_steps = max_steps
-        self._limits_for: Task | None = None
-        self._limits = Limits()
         self.tools = self.make_tools()
         self._tools_by_name: Mapping[str, Tool] = {t.name: t for t in self.tools}
         self._tool_specs = [t.openai() for t in self.tools]
@@ -123,10 +121,7 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         """``task``'s budgets with this env's overrides (``max_steps``)."""
         if self._max_steps is None:
             return task.limits
-        if self._limits_for is not task:
-            self._limits_for = task
-            self._limits = task.limits.model_copy(update={"max_steps": self._max_steps})
-        return self._limits
+        return task.limits.model_copy(update={"max_steps": self._max_steps})
 
     @property
     def backend(self) -> Backend:
