@@ -10,6 +10,7 @@ sentinel line.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import resource
@@ -18,6 +19,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
@@ -221,6 +223,34 @@ def floor_idle_memory() -> dict[str, float]:
         sh.close()
 
 
+def timed_in_threads(jobs: list[Callable[[], None]], pids: list[int], total_steps: int,
+                     stats: dict[str, float] | None = None) -> float:
+    """Run each job in its own thread, all released together; return ``total_steps`` per second.
+
+    When given, ``stats`` receives ``python_cpu_us`` (this process) and ``sandbox_cpu_us``
+    (the processes ``pids``) per step.
+    """
+    barrier = threading.Barrier(len(jobs) + 1)
+
+    def gated(job: Callable[[], None]) -> None:
+        barrier.wait()
+        job()
+
+    threads = [threading.Thread(target=gated, args=(job,)) for job in jobs]
+    for t in threads:
+        t.start()
+    sb0 = sandbox_cpu(pids)
+    barrier.wait()
+    t0, py0 = time.perf_counter(), python_cpu()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - t0
+    if stats is not None:
+        stats["python_cpu_us"] = (python_cpu() - py0) / total_steps * 1e6
+        stats["sandbox_cpu_us"] = (sandbox_cpu(pids) - sb0) / total_steps * 1e6
+    return total_steps / elapsed
+
+
 def floor_parallel_steps(
     n_shells: int, steps_each: int, threads: int, stats: dict[str, float] | None = None
 ) -> float:
@@ -235,11 +265,9 @@ def floor_parallel_steps(
         for sh in shells:
             sh.ready()
         groups = [shells[i::threads] for i in range(threads)]
-        barrier = threading.Barrier(threads + 1)
         errors: list[BaseException] = []
 
         def work(mine: list[FloorShell]) -> None:
-            barrier.wait()
             try:
                 for _ in range(steps_each):
                     for sh in mine:
@@ -247,23 +275,12 @@ def floor_parallel_steps(
             except BaseException as exc:  # reported below
                 errors.append(exc)
 
-        workers = [threading.Thread(target=work, args=(g,)) for g in groups]
         pids = [p for sh in shells for p in sh.pids()]
-        for w in workers:
-            w.start()
-        sb0 = sandbox_cpu(pids)
-        barrier.wait()
-        t0, py0 = time.perf_counter(), python_cpu()
-        for w in workers:
-            w.join()
-        elapsed = time.perf_counter() - t0
-        total = n_shells * steps_each
-        if stats is not None:
-            stats["python_cpu_us"] = (python_cpu() - py0) / total * 1e6
-            stats["sandbox_cpu_us"] = (sandbox_cpu(pids) - sb0) / total * 1e6
+        rate = timed_in_threads([functools.partial(work, g) for g in groups], pids,
+                                n_shells * steps_each, stats)
         if errors:
             raise errors[0]
-        return total / elapsed
+        return rate
     finally:
         for sh in shells:
             sh.close()

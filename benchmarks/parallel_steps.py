@@ -8,10 +8,10 @@ shell. Target: taskgym's steps/s at least a third of the floor's.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import ENV_ID, TASK_ID, Row, load_note, print_rows, table  # noqa: E402
-from _floor import floor_parallel_steps, python_cpu, sandbox_cpu, sandbox_pids  # noqa: E402
+from _floor import floor_parallel_steps, sandbox_pids, timed_in_threads  # noqa: E402
 
 import taskgym  # noqa: E402
 
@@ -34,37 +34,24 @@ def env_parallel_steps(
 
     When given, ``stats`` receives ``python_cpu_us`` and ``sandbox_cpu_us`` per step.
     """
-    barrier = threading.Barrier(len(envs) + 1)
     errors: list[str] = []
 
     def work(env: Any) -> None:
-        barrier.wait()
         for _ in range(steps):
             obs, _r, terminated, truncated, info = env.step(ACTION)
             if terminated or truncated or "error" in info:
                 errors.append(f"{obs['text']!r} {info.get('error')}")
                 return
 
-    threads = [threading.Thread(target=work, args=(e,)) for e in envs]
     pids = []
     for env in envs:
         launched = env.unwrapped.session._proc
         pids += [launched.proc.pid, *sandbox_pids(launched.pidns)]
-    for t in threads:
-        t.start()
-    sb0 = sandbox_cpu(pids)
-    barrier.wait()
-    t0, py0 = time.perf_counter(), python_cpu()
-    for t in threads:
-        t.join()
-    elapsed = time.perf_counter() - t0
-    total = len(envs) * steps
-    if stats is not None:
-        stats["python_cpu_us"] = (python_cpu() - py0) / total * 1e6
-        stats["sandbox_cpu_us"] = (sandbox_cpu(pids) - sb0) / total * 1e6
+    rate = timed_in_threads([functools.partial(work, e) for e in envs], pids,
+                            len(envs) * steps, stats)
     if errors:
         raise RuntimeError(f"a step failed: {errors[0]}")
-    return total / elapsed
+    return rate
 
 
 def run(quick: bool = False) -> list[Row]:
