@@ -190,6 +190,8 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
             info["error"] = result.error
         if result.info:
             info.update(result.info)
+        if result.images:
+            info["images"] = list(result.images)
         text = result.text
         terminated = result.done
         limits = self.episode_limits

@@ -32,6 +32,8 @@ class ToolResult:
     done: bool = False
     """The episode ends after this call (``submit``)."""
     info: Mapping[str, Any] = field(default_factory=dict)
+    images: tuple[bytes, ...] = ()
+    """PNG images the call produced (a render, a page), for vision models: ``info["images"]``."""
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,11 @@ class SandboxSpec(BaseModel):
     """Extra empty writable folders (tmpfs, each capped at ``tmp_mb``), e.g. /logs for graders."""
     ro_binds: Mapping[str, str] = Field(default_factory=dict)
     """Extra read-only mounts, host path -> sandbox path (e.g. hidden tests, only when grading)."""
+    host_python: bool = False
+    """Make the Python that runs taskgym, with the packages installed beside it (CadQuery,
+    pdfplumber...), the sandbox's ``python3``. The local backend binds that installation
+    read-only with taskgym's own package hidden; a container backend ignores the flag, since
+    its image provides the domain's Python."""
 
 
 @dataclass(frozen=True, slots=True)

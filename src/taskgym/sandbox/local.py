@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import json
 import os
 import resource
@@ -21,6 +22,8 @@ import select
 import shutil
 import signal
 import subprocess
+import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -29,6 +32,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from taskgym.core.paths import envs_dir
 from taskgym.errors import ConfigError, SandboxError, SandboxUnavailableError
 from taskgym.sandbox import _fs
 from taskgym.sandbox._cgroups import CgroupLimits, rlimit_fallback
@@ -56,8 +60,11 @@ _ETC_FILES = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "loca
 
 
 def _base_env(spec: SandboxSpec) -> dict[str, str]:
+    path = "/usr/bin:/bin"
+    if spec.host_python:
+        path = f"{Path(sys.executable).parent}:{path}"
     env = {
-        "PATH": "/usr/bin:/bin",
+        "PATH": path,
         "HOME": "/tmp",
         "USER": "agent",
         "LOGNAME": "agent",
@@ -67,6 +74,34 @@ def _base_env(spec: SandboxSpec) -> dict[str, str]:
     }
     env.update(spec.env)
     return env
+
+
+@functools.cache
+def host_python_mounts() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The running interpreter's installation folders, and what of them to hide.
+
+    Folders already inside the sandbox's ``/usr`` are not bound again. Hidden: taskgym's
+    own package and data where they lie inside a bound folder, so that the agent cannot
+    read task references through them.
+    """
+    prefixes: list[str] = []
+    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
+        real = os.path.realpath(prefix)
+        inside_usr = real == "/usr" or (real.startswith("/usr/") and not real.startswith("/usr/local"))
+        if not inside_usr and real not in prefixes:
+            prefixes.append(real)
+    prefixes.sort(key=len)
+    package = Path(__file__).resolve().parent.parent
+    candidates = [package]
+    for key in ("purelib", "platlib"):  # an editable install still copies envs/ there
+        candidates.append(Path(sysconfig.get_paths()[key]).resolve() / "taskgym")
+    try:
+        candidates.append(envs_dir().resolve())
+    except FileNotFoundError:
+        pass
+    hidden = tuple(sorted({str(path) for path in candidates if path.exists()
+                           and any(path.is_relative_to(prefix) for prefix in prefixes)}))
+    return tuple(prefixes), hidden
 
 
 class LocalBackend(Backend):
@@ -119,7 +154,15 @@ class LocalBackend(Backend):
         args = [self._bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--hostname", "sandbox",
                 "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
                 "--new-session", "--die-with-parent", "--cap-drop", "ALL", "--clearenv",
-                "--ro-bind", "/usr", "/usr", "--tmpfs", "/usr/local", "--remount-ro", "/usr/local"]
+                "--ro-bind", "/usr", "/usr", "--tmpfs", "/usr/local"]
+        hidden: tuple[str, ...] = ()
+        if spec.host_python:
+            prefixes, hidden = host_python_mounts()
+            for prefix in prefixes:
+                args += ["--ro-bind", prefix, prefix]
+        args += ["--remount-ro", "/usr/local"]
+        for path in hidden:
+            args += ["--tmpfs", path, "--remount-ro", path]
         for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
             host = Path("/") / top
             if host.is_symlink():
