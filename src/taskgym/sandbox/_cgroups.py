@@ -24,14 +24,21 @@ def _version() -> int:
     return 2 if (_ROOT / "cgroup.controllers").exists() else 1
 
 
+def _own_cgroup() -> str | None:
+    """This process's cgroup v2 path (``/user.slice/.../app.slice/x.scope``), if known."""
+    try:
+        return Path("/proc/self/cgroup").read_text().strip().splitlines()[-1].split("::", 1)[1]
+    except (OSError, IndexError):
+        return None
+
+
 def _v2_base() -> Path | None:
     """A cgroup v2 folder this process may create children in, with memory and pids."""
     if os.geteuid() == 0:
         base = _ROOT / "taskgym"
     else:
-        try:
-            own = Path("/proc/self/cgroup").read_text().strip().splitlines()[-1].split("::", 1)[1]
-        except (OSError, IndexError):
+        own = _own_cgroup()
+        if own is None:
             return None
         parts = Path(own).parts
         service = [i for i, p in enumerate(parts) if p.startswith("user@") and p.endswith(".service")]

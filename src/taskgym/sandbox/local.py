@@ -48,6 +48,12 @@ CONTROL_DIR = "/.taskgym"
 _CONTROL_MB = 4
 _INLINE_MAX = 64
 """Commands up to this many bytes of printable ASCII skip the command file."""
+_STATUS_FD = 251
+"""The shell's fd for status lines: out of the way of what commands redirect."""
+_RUNAWAY_CHECK_SEC = 0.25
+"""How often a running command's output files are checked against the stream limit."""
+_REWIND_AT = 1 << 16
+"""Output files are emptied before a command once this much has been read from them."""
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 _INSTALL_HINT = (
     "bubblewrap is not installed. Install it with `sudo apt-get install bubblewrap` "
@@ -178,7 +184,9 @@ class LocalBackend(Backend):
                  "--remount-ro", "/dev",
                  "--size", str(spec.tmp_mb << 20), "--tmpfs", "/tmp",
                  "--size", str(spec.disk_mb << 20), "--tmpfs", spec.workdir,
-                 "--size", str(_CONTROL_MB << 20), "--tmpfs", CONTROL_DIR]
+                 "--size", str(_CONTROL_MB << 20), "--tmpfs", CONTROL_DIR,
+                 "--size", str(spec.stream_limit_bytes), "--tmpfs", f"{CONTROL_DIR}/o",
+                 "--size", str(spec.stream_limit_bytes), "--tmpfs", f"{CONTROL_DIR}/e"]
         for path in spec.writable_dirs:
             args += ["--size", str(spec.tmp_mb << 20), "--tmpfs", path]
         for host_path, inside in spec.ro_binds.items():
@@ -340,10 +348,16 @@ class LocalSession(Session):
     The shell reads a tiny script from a control pipe. For each command the host writes
     the command text into a file on the control tmpfs and sends ``__tg`` down the pipe;
     ``__tg`` sources the file (bash reads a regular file in one call, where it reads a
-    pipe one byte at a time) and prints a marker line with the exit status on stdout.
-    A short printable one-liner skips the file: it rides the trigger line as one ANSI-C
-    quoted word for ``__tgi``, which evaluates it the same way. Commands read /dev/null as
-    stdin, so nothing they do can consume the protocol.
+    pipe one byte at a time). A short printable one-liner skips the file: it rides the
+    trigger line as one ANSI-C quoted word for ``__tgi``, which evaluates it the same way,
+    followed by ``__ts``, which reports its status.
+
+    The shell's stdout and stderr are files on two tmpfs mounts sized at the stream limit;
+    after a command the host reads them from where it left off (emptying them before a
+    command now and then), so output is never lost to a full pipe. The shell's
+    original stdout, a pipe, carries only the line ``<tag><status>`` that ends each
+    command, so a step is one write and, most often, one wake-up to read one line.
+    Commands read /dev/null as stdin, so nothing they do can consume the protocol.
     """
 
     def __init__(self, backend: LocalBackend, spec: SandboxSpec, seed: Path | None) -> None:
@@ -351,11 +365,14 @@ class LocalSession(Session):
         self._backend = backend
         self._lock = threading.Lock()
         self._tag = b"__TG_" + secrets.token_hex(8).encode()
-        self._marker = b"\n" + self._tag
         self._usage = ResourceUsage()
         self._root_fd = -1
         self._cmd_fd = -1
         self._cmd_len = 0
+        self._out_fd = -1
+        self._err_fd = -1
+        self._out_off = 0
+        self._err_off = 0
         self._ctl = -1
         self._proc: _Launched | None = None
         self._boot(seed_dir=seed, seed_fd=None)
@@ -374,34 +391,39 @@ class LocalSession(Session):
         self._ctl = ctl_w
         proc = launched.proc
         assert proc.stdout and proc.stderr
-        self._stdout, self._stderr = proc.stdout.fileno(), proc.stderr.fileno()
-        os.set_blocking(self._stdout, False)
-        os.set_blocking(self._stderr, False)
+        self._status, self._bwrap_err = proc.stdout.fileno(), proc.stderr.fileno()
+        os.set_blocking(self._status, False)
+        os.set_blocking(self._bwrap_err, False)
         self._poll = select.poll()
-        self._poll.register(self._stdout, select.POLLIN)
-        self._poll.register(self._stderr, select.POLLIN)
-        self._stderr_poll = select.poll()
-        self._stderr_poll.register(self._stderr, select.POLLIN)
+        self._poll.register(self._status, select.POLLIN)
         tag = self._tag.decode()
+        fd = _STATUS_FD
         bootstrap = (
-            f"__tg() {{ . {CONTROL_DIR}/cmd; printf '\\n{tag}%d\\n' \"$?\"; }}\n"
-            "__tgx() { local __tg_c=$1; shift; eval \"$__tg_c\"; }\n"
-            f"__tgi() {{ __tgx \"$1\"; printf '\\n{tag}%d\\n' \"$?\"; }}\n"
+            f"exec {fd}>&1 1>>{CONTROL_DIR}/o/out 2>>{CONTROL_DIR}/e/err\n"
+            f"__tg() {{ . {CONTROL_DIR}/cmd; printf '{tag}%d\\n' \"$?\" >&{fd}; }}\n"
+            # one-liners: `return` in them leaves __tgi, and __ts still reports the status
+            "__tgi() { __tg_c=$1; set --; eval \"$__tg_c\"; }\n"
+            f"__ts() {{ printf '{tag}%d\\n' \"$?\" >&{fd}; }}\n"
             "set +o history; unset HISTFILE; umask 022\n"
         )
         old_fd = self._root_fd
         try:
-            ready = self._send(bootstrap.encode() + f"printf '\\n{tag}0\\n'\n".encode(), 10.0)
+            ready = self._send(bootstrap.encode() + f"printf '{tag}0\\n' >&{fd}\n".encode(), 10.0)
             if ready.exit_code != 0 or ready.restarted:
                 raise SandboxError(f"the sandbox shell did not start: {ready.stderr}")
             proc_root = f"/proc/{launched.init_pid}/root"
             control = os.open(proc_root + CONTROL_DIR, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             try:
-                if self._cmd_fd >= 0:
-                    os.close(self._cmd_fd)
+                for attr in ("_cmd_fd", "_out_fd", "_err_fd"):
+                    if getattr(self, attr) >= 0:
+                        os.close(getattr(self, attr))
                 self._cmd_fd = os.open("cmd", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644,
                                        dir_fd=control)
                 self._cmd_len = 0
+                flags = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC
+                self._out_fd = os.open("o/out", flags, dir_fd=control)
+                self._err_fd = os.open("e/err", flags, dir_fd=control)
+                self._out_off = self._err_off = 0
             finally:
                 os.close(control)
             self._root_fd = os.open(proc_root + self.spec.workdir,
@@ -459,7 +481,7 @@ class LocalSession(Session):
 
     def close(self) -> None:
         self._shutdown_processes()
-        for attr in ("_root_fd", "_cmd_fd"):
+        for attr in ("_root_fd", "_cmd_fd", "_out_fd", "_err_fd"):
             fd = getattr(self, attr)
             if fd >= 0:
                 os.close(fd)
@@ -499,10 +521,18 @@ class LocalSession(Session):
         with self._lock:
             if self._proc is None:
                 raise SandboxError("the session is stopped")
+            # the files are emptied only now and then: a command's output is what follows
+            # the offset read up to (output of background jobs shows up as in a terminal)
+            if self._out_off >= _REWIND_AT:
+                os.ftruncate(self._out_fd, 0)
+                self._out_off = 0
+            if self._err_off >= _REWIND_AT:
+                os.ftruncate(self._err_fd, 0)
+                self._err_off = 0
             if len(data) <= _INLINE_MAX and command.isascii() and command.isprintable():
                 # short one-liners travel on the trigger line itself, quoted as one word
                 quoted = data.replace(b"\\", b"\\\\").replace(b"'", b"\\'")
-                return self._send(b"__tgi $'" + quoted + b"'\n", limit, killable=True)
+                return self._send(b"__tgi $'" + quoted + b"';__ts\n", limit, killable=True)
             os.pwrite(self._cmd_fd, data, 0)
             if len(data) < self._cmd_len:
                 os.ftruncate(self._cmd_fd, len(data))
@@ -510,47 +540,31 @@ class LocalSession(Session):
             return self._send(b"__tg\n", limit, killable=True)
 
     def _send(self, script: bytes, timeout: float, killable: bool = False) -> ExecResult:
-        """Write ``script`` to the shell and collect output up to the exit-status marker.
+        """Write ``script`` to the shell, wait for its status line, read its output files.
 
         ``killable`` enables the timeout and runaway-output kill of what the command
         started, and the restart of a dead or hung shell; at boot neither happens.
         """
         started = time.monotonic()
+        deadline = started + timeout
         since = started if killable else None
+        status = b""
+        code: int | None = None
+        timed_out = runaway = hung = dead = False
+        give_up: float | None = None
         try:
             os.write(self._ctl, script)
         except BrokenPipeError:
-            pass
+            dead = True
         else:
-            # fast path: a short command's output and marker usually arrive in one read,
-            # often before the write above has even returned
-            try:
-                chunk = os.read(self._stdout, 262144)
-            except BlockingIOError:
-                if self._poll.poll(timeout * 1000.0) != [(self._stdout, select.POLLIN)]:
-                    return self._collect(started, timeout, since, bytearray())
-                chunk = os.read(self._stdout, 262144)
-            found = self._find_marker(chunk)
-            if found is None:
-                return self._collect(started, timeout, since, bytearray(chunk))
-            idx, code = found
-            err = self._read_stderr(bytearray())
-            cap = self.spec.output_limit_bytes
-            return ExecResult(
-                stdout=_text(chunk[:idx], cap), stderr=_text(err, cap), exit_code=code,
-                duration_sec=time.monotonic() - started, truncated=idx > cap or len(err) > cap)
-        return self._collect(started, timeout, since, bytearray(), dead=True)
-
-    def _collect(self, started: float, timeout: float, since: float | None, out: bytearray,
-                 dead: bool = False) -> ExecResult:
-        """The general case of :meth:`_send`: several reads, timeouts, runaway output."""
-        deadline = started + timeout
-        err = bytearray()
-        code = -1
-        timed_out = runaway = hung = False
-        give_up: float | None = None
-        limit = self.spec.stream_limit_bytes
-        while not dead:
+            # a quick command has often answered by the time the write returns
+            with contextlib.suppress(BlockingIOError):
+                status = os.read(self._status, 4096)
+                if not status:
+                    dead = True
+                else:
+                    code = self._find_status(status)
+        while not dead and code is None:
             now = time.monotonic()
             wait_until = give_up if give_up is not None else deadline
             if now >= wait_until:
@@ -561,72 +575,52 @@ class LocalSession(Session):
                 self._kill_started(since)
                 give_up = now + 2.0
                 continue
-            events = self._poll.poll((wait_until - now) * 1000.0)
-            found = False
-            for fd, _ev in events:
-                chunk = os.read(fd, 262144)
-                if not chunk:  # the shell is gone
-                    dead = True
-                    break
-                buf = out if fd == self._stdout else err
-                start = max(0, len(buf) - len(self._marker) - 24)
-                buf += chunk
-                if len(buf) > limit:  # runaway output: keep the head and the recent tail
-                    keep = limit // 2
-                    del buf[keep : len(buf) - keep]
-                    start = keep
-                    if not runaway and since is not None:
-                        runaway = True
-                        self._kill_started(since)
-                if fd != self._stdout:
-                    continue
-                marker = self._find_marker(out, start)
-                if marker is not None:
-                    idx, code = marker
-                    del out[idx:]
-                    found = True
-            if found:  # what the command wrote to stderr is in the pipe before the marker
+            # wake up now and then to stop runaway output; a quick command answers first
+            wait = min(wait_until - now, _RUNAWAY_CHECK_SEC)
+            if not self._poll.poll(wait * 1000.0):
+                if not runaway and since is not None and self._output_full():
+                    runaway = True
+                    self._kill_started(since)
+                continue
+            chunk = os.read(self._status, 4096)
+            if not chunk:  # the shell is gone
+                dead = True
                 break
-        return self._finish(started, out, err, code, timed_out, runaway, dead or hung, since, dead)
-
-    def _finish(self, started: float, out: bytearray, err: bytearray, code: int, timed_out: bool,
-                runaway: bool, restarted: bool, since: float | None,
-                dead: bool = False) -> ExecResult:
-        if not restarted:
-            self._read_stderr(err)
+            status += chunk
+            code = self._find_status(status)
+        restarted = dead or hung
+        bwrap_err = b""
         if dead and self._proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired, OSError):
                 code = self._proc.proc.wait(timeout=1.0)
-                self._read_stderr(err)  # up to EOF: the shell has exited
+            with contextlib.suppress(OSError):
+                bwrap_err = os.read(self._bwrap_err, 65536)
+        cap = self.spec.output_limit_bytes
+        out, self._out_off, out_cut = _read_capped(self._out_fd, self._out_off, cap)
+        err, self._err_off, err_cut = _read_capped(self._err_fd, self._err_off, cap)
         if restarted and since is not None:
             self._restart()
-        cap = self.spec.output_limit_bytes
         return ExecResult(
-            stdout=_text(out, cap), stderr=_text(err, cap),
-            exit_code=124 if timed_out else code,
+            stdout=out, stderr=err + bwrap_err.decode("utf-8", errors="replace"),
+            exit_code=124 if timed_out else -1 if code is None else code,
             duration_sec=time.monotonic() - started, timed_out=timed_out,
-            truncated=runaway or len(out) > cap or len(err) > cap, restarted=restarted,
+            truncated=runaway or out_cut or err_cut, restarted=restarted,
         )
 
-    def _find_marker(self, buf: bytes | bytearray, start: int = 0) -> tuple[int, int] | None:
-        """Where the exit-status marker line begins in ``buf``, and the status, once complete."""
-        idx = buf.find(self._marker, start)
+    def _find_status(self, buf: bytes) -> int | None:
+        """The exit status on the first complete status line of ``buf``, if any."""
+        idx = buf.find(self._tag)
         if idx < 0:
             return None
-        end = buf.find(b"\n", idx + len(self._marker))
+        end = buf.find(b"\n", idx)
         if end < 0:
             return None
-        return idx, int(buf[idx + len(self._marker) : end] or b"-1")
+        return int(buf[idx + len(self._tag) : end] or b"-1")
 
-    def _read_stderr(self, err: bytearray) -> bytearray:
-        """Add to ``err`` what stderr holds now (the command's stderr precedes its marker)."""
-        limit = self.spec.stream_limit_bytes
-        while self._stderr_poll.poll(0):
-            chunk = os.read(self._stderr, 262144)
-            if not chunk:
-                break
-            err += chunk[: max(0, limit - len(err))]
-        return err
+    def _output_full(self) -> bool:
+        """Whether the command filled its stdout or stderr file (runaway output)."""
+        full = self.spec.stream_limit_bytes - 4096  # a tmpfs is full to the page
+        return any(os.fstat(fd).st_size >= full for fd in (self._out_fd, self._err_fd))
 
     def _kill_started(self, since: float) -> None:
         """SIGKILL every process of this sandbox started at or after ``since`` (monotonic)."""
@@ -774,9 +768,25 @@ def _drain(fds: list[int], deadline: float, limit: int,
 
 def _text(data: bytes | bytearray, cap: int) -> str:
     """Decode output, keeping the head and tail when it is longer than ``cap``."""
-    if len(data) > cap:
-        half = cap // 2
-        cut = len(data) - 2 * half
-        data = (bytes(data[:half]) + f"\n[... {cut} bytes cut ...]\n".encode()
-                + bytes(data[-half:]))
-    return bytes(data).decode("utf-8", errors="replace")
+    if len(data) <= cap:
+        return bytes(data).decode("utf-8", errors="replace")
+    half = cap // 2
+    return _cut(bytes(data[:half]), len(data) - 2 * half, bytes(data[-half:]))
+
+
+def _read_capped(fd: int, offset: int, cap: int) -> tuple[str, int, bool]:
+    """An output file from ``offset`` on, as text (head and tail past ``cap``); the offset
+    read up to; whether the text was cut."""
+    if fd < 0:
+        return "", offset, False
+    data = os.pread(fd, cap + 1, offset)
+    if len(data) <= cap:
+        return data.decode("utf-8", errors="replace"), offset + len(data), False
+    size = os.fstat(fd).st_size
+    half = cap // 2
+    tail = os.pread(fd, half, size - half)
+    return _cut(data[:half], size - offset - 2 * half, tail), size, True
+
+
+def _cut(head: bytes, cut: int, tail: bytes) -> str:
+    return (head + f"\n[... {cut} bytes cut ...]\n".encode() + tail).decode("utf-8", errors="replace")
