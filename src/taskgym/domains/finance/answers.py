@@ -142,7 +142,7 @@ def grade(gold: GoldAnswer, answer: str, unit: str, pages: Sequence[int | str],
           documents: Sequence[str]) -> RewardResult:
     """Score a submission: 1 when the value is right (components: value, scale, pages)."""
     parsed = parse_answer(answer, unit)
-    value_ok, scale_ok, why = _judge(gold, parsed)
+    value_ok, scale_ok, why = _judge(gold, parsed, answer)
     wanted = {(e.document, e.page) for e in gold.evidence}
     cited = parse_pages(pages, documents)
     hits = len(wanted & cited)
@@ -154,21 +154,21 @@ def grade(gold: GoldAnswer, answer: str, unit: str, pages: Sequence[int | str],
                  "unit": unit[:50], "cited_pages": sorted(f"{d}:{p}" for d, p in cited)})
 
 
-def _judge(gold: GoldAnswer, parsed: ParsedAnswer) -> tuple[bool, bool, str]:
+def _judge(gold: GoldAnswer, parsed: ParsedAnswer, answer: str) -> tuple[bool, bool, str]:
     """(value right, scale right, why) for one parsed submission."""
     if gold.kind == "not_stated":
         ok = parsed.numbers_found == 0 and parsed.words in _NOT_STATED
         return ok, ok, "" if ok else "the documents do not state this; answer 'not stated'"
     if gold.kind == "text":
         names = {_words(gold.text), *(_words(a) for a in gold.aliases)}
-        ok = parsed.numbers_found == 0 and _words(parsed.words) in names
+        ok = _words(answer[:MAX_ANSWER_CHARS]) in names
         return ok, ok, "" if ok else "the answer does not name the expected item"
     if parsed.numbers_found != 1 or parsed.absolute is None:
         return False, False, (f"the answer holds {parsed.numbers_found} numbers; give exactly one")
     assert gold.value is not None
     multiplier = SCALES[gold.scale]
     target = gold.value * multiplier
-    tolerance = max(1e-3 * abs(target), 0.5 * 10.0 ** -gold.decimals * multiplier)
+    tolerance = max(1e-3 * abs(target), 0.5 * 10.0 ** -gold.decimals * multiplier) * (1 + 1e-9)
     value_ok = abs(parsed.absolute - target) <= tolerance
     ratio = abs(parsed.absolute) / abs(target) if target else float(parsed.absolute == 0)
     scale_ok = value_ok or 10 ** -0.5 <= ratio <= 10 ** 0.5

@@ -149,7 +149,7 @@ def _split(total: int, parts: int, rng: random.Random) -> list[int]:
     return shares
 
 
-def make_company(seed: int, n_years: int = 4) -> Company:
+def make_company(seed: int | str, n_years: int = 4) -> Company:
     """The company for ``seed`` (same seed, same company)."""
     rng = random.Random(f"finance-company-{seed}")
     name = f"{rng.choice(_NAMES)} {rng.choice(_SUFFIXES)}"

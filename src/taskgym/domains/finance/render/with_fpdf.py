@@ -134,7 +134,7 @@ def _table(pdf: FPDF, block: Table, font: str, size: float, look: str,
     borders = {"grid": "ALL", "lines": "HORIZONTAL_LINES", "zebra": "NONE"}[look]
     with pdf.table(col_widths=widths, text_align=("LEFT", *["RIGHT"] * (n - 1)),
                    borders_layout=borders, line_height=row_height,
-                   cell_fill_color=(242, 242, 242) if look == "zebra" else None,
+                   cell_fill_color=(242, 242, 242) if look == "zebra" else (255, 255, 255),
                    cell_fill_mode="ROWS" if look == "zebra" else "NONE",
                    headings_style=FontFace(emphasis="BOLD")) as table:
         table.row(block.columns)
@@ -173,4 +173,5 @@ def _chart(pdf: FPDF, block: Chart, font: str, size: float, pages: dict[str, int
         pdf.cell(bar + 20, 10, text, align="C")
         pdf.set_xy(x - 10, base + 3)
         pdf.cell(bar + 20, 10, label, align="C")
+    pdf.set_fill_color(255, 255, 255)
     pdf.set_xy(pdf.l_margin, base + label_room)
