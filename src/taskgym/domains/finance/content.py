@@ -113,7 +113,7 @@ def annual_report(company: Company, style: Style, long: bool = False, seed: int 
     shown = company.years[-3:]
     headers = ("", *(f"{y.year}*" if y is prior else str(y.year) for y in reversed(shown)))
     cols = list(reversed(shown))
-    name, unit = company.name, company.unit
+    name, unit = company.name, company.unit.removesuffix("s")  # "$1,234 million"
     growth = (last.revenue / prior.revenue - 1) * 100
     blocks: list[Block] = [Heading("Part I"), Heading("Item 1. Business", 2), Paragraph(
         f"{name} (the Company) was founded in {company.founded} and is headquartered in "
@@ -130,10 +130,11 @@ def annual_report(company: Company, style: Style, long: bool = False, seed: int 
         f"${last.operating_income:,} {unit}.", key="mdna_revenue"),
                Paragraph("Revenue by quarter is shown in the chart below; the fourth quarter "
                          "includes seasonal year-end orders.")]
-    blocks.append(Chart(f"Quarterly revenue, fiscal {last.year} ({unit})",
+    blocks.append(Chart(f"Quarterly revenue, fiscal {last.year} ({company.unit})",
                         ("Q1", "Q2", "Q3", "Q4"), last.quarters,
                         tuple(f"{q:,}" for q in last.quarters), key="chart_quarters"))
-    blocks += [Chart(f"Revenue by segment, fiscal {last.year} ({unit})", tuple(last.segments),
+    blocks += [Chart(f"Revenue by segment, fiscal {last.year} ({company.unit})",
+                     tuple(last.segments),
                      tuple(last.segments.values()), tuple(f"{v:,}" for v in last.segments.values()),
                      key="chart_segments")]
     seg_rows = [(f"{s} revenue", money(last.segments[s]), money(prior.segments[s]))
@@ -161,7 +162,7 @@ def annual_report(company: Company, style: Style, long: bool = False, seed: int 
     original_net = prior.net_income + company.restated_delta * 3 // 4
     blocks += [Heading("Notes to the Consolidated Financial Statements", 2),
                Heading("Note 1. Basis of presentation", 3),
-               Paragraph(f"Amounts are presented in {unit} of U.S. dollars, except per-share "
+               Paragraph(f"Amounts are presented in {company.unit} of U.S. dollars, except per-share "
                          "data. Negative amounts are shown in parentheses."),
                Heading("Note 2. Restatement of prior-year results", 3),
                Paragraph(
@@ -178,7 +179,7 @@ def annual_report(company: Company, style: Style, long: bool = False, seed: int 
     if long:
         blocks += _long_notes(rng, company)
     title = f"{name} Annual Report on Form 10-K for the fiscal year ended December 31, {last.year}"
-    return Document(title, f"Ticker: {company.ticker}. Amounts in {unit} of U.S. dollars.",
+    return Document(title, f"Ticker: {company.ticker}. Amounts in {company.unit} of U.S. dollars.",
                     f"{name} - Form 10-K {last.year}", tuple(blocks), style)
 
 
@@ -269,7 +270,8 @@ def quarterly_report(company: Company, style: Style) -> Document:
               (("Revenue", money(q1_revenue), money(last.quarters[0])),
                ("Net income", money(q1_net), money(prior_net))),
               _unit_note(company), "q1_income"),
-        Paragraph(f"Revenue for the first quarter of {year} was ${q1_revenue:,} {company.unit}. "
+        Paragraph(f"Revenue for the first quarter of {year} was ${q1_revenue:,} "
+                  f"{company.unit.removesuffix('s')}. "
                   "Management expects full-year results to reflect continued demand in the "
                   f"{max(last.segments, key=last.segments.__getitem__)} segment.",
                   key="q1_text"),
@@ -300,7 +302,8 @@ def _long_notes(rng: random.Random, company: Company) -> list[Block]:
               "Derivatives and hedging", "Inventories detail", "Accrued liabilities detail",
               "Revenue recognition", "Restructuring", "Related parties", "Subsequent events")
     for number, topic in enumerate(topics * 3, start=4):
-        title = topic if number < 4 + len(topics) else f"{topic} (continued, part {(number - 4) // len(topics)})"
+        part = (number - 4) // len(topics)
+        title = f"{topic} (continued, part {part + 1})" if part else topic
         blocks.append(Heading(f"Note {number}. {title}", 3))
         blocks += _narrative(rng, company, _BUSINESS + _RISKS, 6)
         rows = tuple((f"{topic} item {i}", *(money(rng.randint(-40, 400) * (

@@ -37,7 +37,8 @@ class Question:
 
 def _amount(family: str, text: str, value: int, company: Company,
             *evidence: tuple[str, str]) -> Question:
-    display = f"${value:,} {company.unit}" if value >= 0 else f"$({-value:,}) {company.unit}"
+    unit = company.unit.removesuffix("s")
+    display = f"${value:,} {unit}" if value >= 0 else f"$({-value:,}) {unit}"
     return Question(family, text, GoldAnswer(kind="number", value=value, scale=company.unit,
                                              display=display), evidence)
 

@@ -25,7 +25,7 @@ from taskgym.domains.finance.content import annual_report, quarterly_report, sty
 from taskgym.domains.finance.questions import ANNUAL, FAMILIES, QUARTERLY, Question, all_questions
 from taskgym.domains.finance.render import Rendered, render
 
-__all__ = ["GENERATORS", "Filings", "build_filings", "generator", "write_task"]
+__all__ = ["GENERATORS", "Filings", "build_curated", "build_filings", "generator", "write_task"]
 
 GENERATORS = (*FAMILIES, "long")
 """Generated task families; ``long`` asks any question about a 100+ page filing."""
@@ -119,3 +119,32 @@ def generator(family: str) -> Callable[[int, Path], None]:
                    max_steps=40 if long else 30)
 
     return generate
+
+
+CURATED_COMPANIES = 6
+"""Companies of the curated set; the first four also have a quarterly report (10 PDFs)."""
+
+
+def build_curated(root: Path) -> int:
+    """Write the curated set (about 11 questions per company) under ``root``; returns the count."""
+    count = 0
+    per_family = {"lookup": 2, "compute": 3, "chart": 2, "multihop": 3, "not_stated": 1}
+    for k in range(CURATED_COMPANIES):
+        with_quarterly = k < 4
+        filings = build_filings(f"curated-{k}", quarterly=with_quarterly)
+        rng = random.Random(f"curated-questions-{k}")
+        questions = all_questions(filings.company)
+        for family, n in per_family.items():
+            pool = [q for q in questions if q.family == family
+                    and (with_quarterly or not q.needs_quarterly)]
+            if family == "multihop" and with_quarterly:  # one question across both reports
+                crossing = [q for q in pool if q.needs_quarterly]
+                chosen = [rng.choice(crossing)]
+                chosen += rng.sample([q for q in pool if q not in chosen], n - 1)
+            else:
+                chosen = rng.sample(pool, n)
+            for question in chosen:
+                count += 1
+                write_task(root / f"co{k}-{count:02d}-{family.replace('_', '-')}", filings,
+                           question, difficulty="easy" if family == "lookup" else "medium")
+    return count

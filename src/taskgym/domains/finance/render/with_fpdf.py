@@ -19,7 +19,7 @@ from taskgym.domains.finance.render.model import (
 
 __all__ = ["render_fpdf"]
 
-_FIXED_DATE = dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc)
+_FIXED_DATE = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
 _FONTS = {"Helvetica": "helvetica", "Times": "times", "Courier": "courier"}
 
 

@@ -40,7 +40,7 @@ _BOLD = {"Helvetica": "Helvetica-Bold", "Times": "Times-Bold", "Courier": "Couri
 _REGULAR = {"Helvetica": "Helvetica", "Times": "Times-Roman", "Courier": "Courier"}
 
 
-class _Anchor(Flowable):
+class _Anchor(Flowable):  # type: ignore[misc]
     """Zero-size marker that records the page it is drawn on."""
 
     def __init__(self, key: str, pages: dict[str, int]) -> None:
@@ -139,9 +139,9 @@ def _table(block: Table, width: float, look: str, regular: str, bold: str, size:
         commands.append(("GRID", (0, 0), (-1, -1), 0.4, colors.grey))
     elif look == "zebra":
         commands.append(("ROWBACKGROUNDS", (0, 1), (-1, -1), [colors.whitesmoke, colors.white]))
-    for row in block.totals:
-        commands += [("FONT", (1, row + 1), (-1, row + 1), bold, size - 1.5),
-                     ("LINEABOVE", (1, row + 1), (-1, row + 1), 0.5, colors.black)]
+    for total in block.totals:
+        commands += [("FONT", (1, total + 1), (-1, total + 1), bold, size - 1.5),
+                     ("LINEABOVE", (1, total + 1), (-1, total + 1), 0.5, colors.black)]
     table.setStyle(RLTableStyle(commands))
     parts: list[Flowable] = [_Anchor(block.key, pages)] if block.key else []
     parts.append(RLParagraph(f"<b>{_escape(block.title)}</b>", cell))

@@ -1,0 +1,242 @@
+"""Trusted task PDFs, parsed once and shared by every episode and worker.
+
+A document is keyed by the SHA-256 of its bytes. The first open extracts every page's
+text with pypdfium2 (about 3 ms a page) into ``cache_dir()/pdf/<digest>/text.json``, which
+also serves as the search index; later opens, in any process, read that file. Layout text
+(pypdfium2's text runs placed by position), tables (pdfplumber) and page images (pypdfium2)
+are computed for a page the first time it is asked for and kept beside it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import tempfile
+import textwrap
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from taskgym.core.task import cache_dir
+from taskgym.errors import ConfigError, MissingDependencyError
+
+__all__ = ["PdfDocument", "open_document"]
+
+_LOCK = threading.RLock()  # pdfium and pdfplumber are not thread-safe
+_OPEN: OrderedDict[str, PdfDocument] = OrderedDict()
+_DIGESTS: dict[tuple[str, int, int], str] = {}
+_KEEP_OPEN = 64
+_CACHE_VERSION = "1"
+_CHAR_WIDTH = 4.6  # points per character column of layout text
+IMAGE_SCALE = 1.4
+
+
+def _pdfium() -> Any:
+    try:
+        import pypdfium2
+    except ImportError as exc:
+        raise MissingDependencyError(
+            "the finance tools need pypdfium2: pip install 'taskgym[pdf]'") from exc
+    return pypdfium2
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    os.replace(tmp, path)
+
+
+def _digest(path: Path) -> str:
+    stat = path.stat()
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    digest = _DIGESTS.get(key)
+    if digest is None:
+        digest = _DIGESTS[key] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return digest
+
+
+def open_document(path: Path) -> PdfDocument:
+    """The cached document for the PDF at ``path`` (parsed at most once per content)."""
+    try:
+        digest = _digest(path)
+    except OSError as exc:
+        raise ConfigError(f"cannot read the document {path}: {exc.strerror or exc}") from exc
+    with _LOCK:
+        document = _OPEN.get(digest)
+        if document is None:
+            document = _OPEN[digest] = PdfDocument(path, digest)
+            while len(_OPEN) > _KEEP_OPEN:
+                _OPEN.popitem(last=False)[1].close()
+        _OPEN.move_to_end(digest)
+        return document
+
+
+class PdfDocument:
+    """One PDF's text, search index, layout, tables and page images, cached on disk."""
+
+    def __init__(self, path: Path, digest: str) -> None:
+        self.path, self.digest = path, digest
+        self.folder = cache_dir() / "pdf" / f"{digest[:32]}-v{_CACHE_VERSION}"
+        self._pdf: Any = None
+        self._plumber: Any = None
+        index = self.folder / "text.json"
+        try:
+            meta = json.loads(index.read_text())
+        except (OSError, ValueError):
+            meta = self._extract()
+            _write_atomic(index, json.dumps(meta).encode())
+        self.texts: list[str] = meta["texts"]
+        self.sizes: list[tuple[float, float]] = [tuple(s) for s in meta["sizes"]]
+        self.metadata: dict[str, str] = meta["metadata"]
+        self._flat = [" ".join(t.split()) for t in self.texts]
+        self._lower = [t.lower() for t in self._flat]
+
+    @property
+    def page_count(self) -> int:
+        return len(self.texts)
+
+    def _open(self) -> Any:
+        if self._pdf is None:
+            try:
+                self._pdf = _pdfium().PdfDocument(str(self.path))
+            except _pdfium().PdfiumError as exc:
+                raise ConfigError(f"{self.path.name} is not a readable PDF: {exc}") from exc
+        return self._pdf
+
+    def _extract(self) -> dict[str, Any]:
+        with _LOCK:
+            pdf = self._open()
+            texts, sizes = [], []
+            for page in pdf:
+                textpage = page.get_textpage()
+                texts.append(textpage.get_text_range().replace("\r\n", "\n"))
+                sizes.append(page.get_size())
+                textpage.close()
+                page.close()
+            metadata = {k: str(v) for k, v in pdf.get_metadata_dict(skip_empty=True).items()}
+        return {"texts": texts, "sizes": sizes, "metadata": metadata}
+
+    def check_page(self, page: int) -> None:
+        if not 1 <= page <= self.page_count:
+            raise ConfigError(f"{self.path.name} has pages 1 to {self.page_count}; "
+                              f"there is no page {page}")
+
+    def _cached(self, name: str, make: Any) -> bytes:
+        path = self.folder / name
+        try:
+            return path.read_bytes()
+        except OSError:
+            with _LOCK:
+                data: bytes = make()
+            _write_atomic(path, data)
+            return data
+
+    def layout_text(self, page: int) -> str:
+        """The page's text with lines and columns placed where they are printed."""
+        self.check_page(page)
+        return self._cached(f"layout/{page}.txt", lambda: self._layout(page).encode()).decode()
+
+    def _layout(self, page_number: int) -> str:
+        page = self._open()[page_number - 1]
+        textpage = page.get_textpage()
+        height = page.get_size()[1]
+        runs = []
+        for i in range(textpage.count_rects()):
+            left, bottom, right, top = textpage.get_rect(i)
+            text = textpage.get_text_bounded(left, bottom, right, top).strip()
+            if text:
+                runs.append((height - top, left, text))
+        textpage.close()
+        page.close()
+        lines: list[list[tuple[float, str]]] = []
+        last_y = None
+        for y, x, text in sorted(runs):
+            if last_y is None or y - last_y > 3.0:
+                lines.append([])
+                last_y = y
+            lines[-1].append((x, text))
+        out = []
+        for line in lines:
+            row = ""
+            for x, text in sorted(line):
+                column = int(x / _CHAR_WIDTH)
+                row += " " * max(1 if row else 0, column - len(row)) + text
+            out.append(row.rstrip())
+        return textwrap.dedent("\n".join(out)) + "\n"
+
+    def search(self, query: str, limit: int = 10) -> list[tuple[int, list[str]]]:
+        """Pages matching ``query`` (the phrase, else every word of it) with snippets."""
+        phrase = " ".join(query.lower().split())
+        if not phrase:
+            return []
+        hits = [(i, self._positions(i, phrase)) for i in range(self.page_count)
+                if phrase in self._lower[i]]
+        if not hits:
+            words = re.findall(r"\w[\w.,%$-]*", phrase)
+            scored = []
+            for i, text in enumerate(self._lower):
+                if words and all(w in text for w in words):
+                    scored.append((-sum(text.count(w) for w in words), i))
+            hits = [(i, self._positions(i, words[0])) for _, i in sorted(scored)]
+        return [(i + 1, [self._snippet(i, start, len(phrase)) for start in positions[:3]])
+                for i, positions in hits[:limit]]
+
+    def _positions(self, index: int, needle: str) -> list[int]:
+        return [m.start() for m in re.finditer(re.escape(needle), self._lower[index])][:3]
+
+    def _snippet(self, index: int, start: int, length: int) -> str:
+        text = self._flat[index] if len(self._flat[index]) == len(self._lower[index]) else \
+            self._lower[index]
+        left, right = max(0, start - 80), min(len(text), start + length + 80)
+        return ("..." if left else "") + text[left:right] + ("..." if right < len(text) else "")
+
+    def tables(self, page: int) -> list[list[list[str]]]:
+        """The page's tables as rows of cell strings (pdfplumber's table finder)."""
+        self.check_page(page)
+        return list(json.loads(self._cached(f"tables/{page}.json",
+                                            lambda: self._find_tables(page))))
+
+    def _find_tables(self, page: int) -> bytes:
+        if self._plumber is None:
+            try:
+                import pdfplumber
+            except ImportError as exc:
+                raise MissingDependencyError(
+                    "extract_tables needs pdfplumber: pip install 'taskgym[pdf]'") from exc
+            self._plumber = pdfplumber.open(self.path)
+        found = self._plumber.pages[page - 1].extract_tables()
+        tables = [[[cell or "" for cell in row] for row in table] for table in found]
+        if not tables:  # tables drawn without rules: align words into columns instead
+            found = self._plumber.pages[page - 1].extract_tables(
+                {"vertical_strategy": "text", "horizontal_strategy": "text"})
+            tables = [[[cell or "" for cell in row] for row in table if any(row)]
+                      for table in found]
+        return json.dumps(tables).encode()
+
+    def image(self, page: int) -> bytes:
+        """The page rendered as a PNG."""
+        self.check_page(page)
+        return self._cached(f"png/{page}.png", lambda: self._render(page))
+
+    def _render(self, page_number: int) -> bytes:
+        page = self._open()[page_number - 1]
+        image = page.render(scale=IMAGE_SCALE, grayscale=True).to_pil()
+        page.close()
+        buffer = io.BytesIO()
+        image.save(buffer, "PNG")
+        return buffer.getvalue()
+
+    def close(self) -> None:
+        with _LOCK:
+            if self._plumber is not None:
+                self._plumber.close()
+                self._plumber = None
+            if self._pdf is not None:
+                self._pdf.close()
+                self._pdf = None
