@@ -301,7 +301,7 @@ def _long_notes(rng: random.Random, company: Company) -> list[Block]:
               "Commitments and contingencies", "Fair value measurements", "Intangible assets",
               "Derivatives and hedging", "Inventories detail", "Accrued liabilities detail",
               "Revenue recognition", "Restructuring", "Related parties", "Subsequent events")
-    for number, topic in enumerate(topics * 3, start=4):
+    for number, topic in enumerate(topics * 5, start=4):
         part = (number - 4) // len(topics)
         title = f"{topic} (continued, part {part + 1})" if part else topic
         blocks.append(Heading(f"Note {number}. {title}", 3))

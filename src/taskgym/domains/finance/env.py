@@ -9,6 +9,7 @@ the answer never enters the sandbox.
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from taskgym.core.tool import Tool
 from taskgym.domains.finance.answers import GoldAnswer, grade
 from taskgym.domains.finance.tasks import GENERATORS, generator
 from taskgym.domains.finance.tools import Submission, finance_tools
-from taskgym.errors import ConfigError
+from taskgym.errors import ConfigError, MissingDependencyError
 from taskgym.sandbox import SandboxSpec, Session
 
 __all__ = ["FinanceEnv", "documents_of", "generated_tasks", "load_gold"]
@@ -63,6 +64,11 @@ class FinanceEnv(TaskEnv):
     description = "Answer questions about financial PDF filings; normalised numbers decide."
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        missing = [name for name in ("pypdfium2", "pdfplumber")
+                   if importlib.util.find_spec(name) is None]
+        if missing:
+            raise MissingDependencyError(
+                f"{ENV_ID} needs {' and '.join(missing)}: pip install 'taskgym[pdf]'")
         self._submission: Submission | None = None
         super().__init__(*args, **kwargs)
 

@@ -62,30 +62,25 @@ def render_fpdf(document: Document) -> Rendered:
     line = size * 1.35
     narrative: list[Paragraph] = []
 
-    def columns(run: list[Paragraph]) -> None:
-        with pdf.text_columns(ncols=2, gutter=18, text_align="J", line_height=1.3) as cols:
-            for par in run:
-                pdf.set_font(font, "", size - 1.5 if par.small else size)
-                cols.write(text=par.text + "\n\n")
-
     def flush() -> None:
+        """Set the pending paragraphs: in columns when the style has two (keyed ones, which
+        questions cite, full width), wrapped here since fpdf2's line breaking is slow."""
         run: list[Paragraph] = []
         for par in narrative:
-            if style.columns == 2 and not par.key:  # keyed blocks stay full width: citable
+            if style.columns == 2 and not par.key:
                 run.append(par)
                 continue
             if run:
-                columns(run)
+                _columns(pdf, run, font, size)
                 run = []
             if par.key:
                 if pdf.will_page_break(line * 2):
                     pdf.add_page()
                 pages.setdefault(par.key, pdf.page_no())
-            pdf.set_font(font, "", size - 1.5 if par.small else size)
-            pdf.multi_cell(0, line, par.text, align="J", new_x="LMARGIN", new_y="NEXT")
+            _lines(pdf, par, font, size, pdf.epw, pdf.l_margin)
             pdf.ln(size * 0.6)
         if run:
-            columns(run)
+            _columns(pdf, run, font, size)
         pdf.set_font(font, "", size)
         narrative.clear()
 
@@ -112,6 +107,67 @@ def render_fpdf(document: Document) -> Rendered:
     flush()
     data = bytes(pdf.output())
     return Rendered(data, pages, pdf.page_no())
+
+
+def _wrap(pdf: FPDF, text: str, width: float) -> list[str]:
+    widths: dict[str, float] = {}  # words repeat: measure each once per paragraph font
+    space = pdf.get_string_width(" ")
+    lines: list[str] = []
+    current: list[str] = []
+    used = 0.0
+    for word in text.split():
+        size = widths.get(word)
+        if size is None:
+            size = widths[word] = pdf.get_string_width(word)
+        if current and used + space + size > width:
+            lines.append(" ".join(current))
+            current, used = [], 0.0
+        used += (space if current else 0.0) + size
+        current.append(word)
+    if current:
+        lines.append(" ".join(current))
+    return lines
+
+
+def _lines(pdf: FPDF, par: Paragraph, font: str, size: float, width: float, x: float) -> None:
+    """One paragraph at ``x``, ``width`` wide, from the current y (pages break as needed)."""
+    pdf.set_font(font, "", size - 1.5 if par.small else size)
+    height = pdf.font_size_pt * 1.3
+    for text in _wrap(pdf, par.text, width):
+        if pdf.will_page_break(height):
+            pdf.add_page()
+        pdf.text(x, pdf.get_y() + pdf.font_size_pt, text)  # far faster than cell()
+        pdf.set_y(pdf.get_y() + height)
+
+
+def _columns(pdf: FPDF, run: list[Paragraph], font: str, size: float) -> None:
+    """Paragraphs in two columns: down the left, then the right, then the next page."""
+    gutter = 18.0
+    width = (pdf.epw - gutter) / 2
+    lines: list[tuple[str, float, float]] = []  # text, font size, space after
+    for par in run:
+        font_size = size - 1.5 if par.small else size
+        pdf.set_font(font, "", font_size)
+        wrapped = _wrap(pdf, par.text, width)
+        lines += [(t, font_size, font_size * 0.6 if i == len(wrapped) - 1 else 0.0)
+                  for i, t in enumerate(wrapped)]
+    bottom = pdf.h - pdf.b_margin
+    top, column, lowest = pdf.get_y(), 0, pdf.get_y()
+    y = top
+    for text, font_size, after in lines:
+        height = font_size * 1.3
+        if y + height > bottom:
+            if column == 0:
+                column, y = 1, top
+            else:
+                pdf.add_page()
+                column, top = 0, pdf.get_y()
+                y, lowest = top, top
+        pdf.set_font(font, "", font_size)
+        pdf.text(pdf.l_margin + column * (width + gutter), y + font_size, text)
+        y += height + after
+        lowest = max(lowest, y)
+    pdf.set_xy(pdf.l_margin, lowest)
 
 
 def _table(pdf: FPDF, block: Table, font: str, size: float, look: str,
