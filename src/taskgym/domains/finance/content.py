@@ -128,8 +128,7 @@ def annual_report(company: Company, style: Style, long: bool = False, seed: int 
         f"{'an increase' if growth >= 0 else 'a decrease'} of {abs(growth):.1f}% from "
         f"${prior.revenue:,} {unit} in fiscal {prior.year} (as restated). Operating income was "
         f"${last.operating_income:,} {unit}.", key="mdna_revenue"),
-               Paragraph("Revenue by quarter is shown in the chart below; the fourth quarter "
-                         "includes seasonal year-end orders.")]
+               Paragraph("Revenue by quarter is shown in the chart below.")]
     blocks.append(Chart(f"Quarterly revenue, fiscal {last.year} ({company.unit})",
                         ("Q1", "Q2", "Q3", "Q4"), last.quarters,
                         tuple(f"{q:,}" for q in last.quarters), key="chart_quarters"))
