@@ -210,13 +210,14 @@ class PdfDocument:
                 raise MissingDependencyError(
                     "extract_tables needs pdfplumber: pip install 'taskgym[pdf]'") from exc
             self._plumber = pdfplumber.open(self.path)
-        found = self._plumber.pages[page - 1].extract_tables()
-        tables = [[[cell or "" for cell in row] for row in table] for table in found]
-        if not tables:  # tables drawn without rules: align words into columns instead
-            found = self._plumber.pages[page - 1].extract_tables(
-                {"vertical_strategy": "text", "horizontal_strategy": "text"})
-            tables = [[[cell or "" for cell in row] for row in table if any(row)]
-                      for table in found]
+        plumber_page = self._plumber.pages[page - 1]
+        tables = [[[cell or "" for cell in row] for row in table]
+                  for table in plumber_page.extract_tables()]
+        if not tables:  # tables without rules: align words into columns, per text column
+            settings = {"vertical_strategy": "text", "horizontal_strategy": "text"}
+            for part in _text_columns(plumber_page):
+                tables += [[[cell or "" for cell in row] for row in table if any(row)]
+                           for table in part.extract_tables(settings)]
         return json.dumps(tables).encode()
 
     def image(self, page: int) -> bytes:
@@ -240,3 +241,15 @@ class PdfDocument:
             if self._pdf is not None:
                 self._pdf.close()
                 self._pdf = None
+
+
+def _text_columns(page: Any) -> list[Any]:
+    """The page, or its two halves when its text is set in two columns (no line of text
+    crosses the middle)."""
+    middle = page.width / 2
+    words = page.extract_words()
+    crossing = sum(1 for w in words if w["x0"] < middle - 4 and w["x1"] > middle + 4)
+    left = sum(1 for w in words if w["x1"] <= middle)
+    if crossing > 2 or left == 0 or left == len(words):
+        return [page]
+    return [page.crop((0, 0, middle, page.height)), page.crop((middle, 0, page.width, page.height))]
