@@ -27,8 +27,8 @@ os.environ["TASKGYM_CACHE"] = CACHE
 
 import taskgym  # noqa: E402
 from taskgym.domains.finance import documents as document_cache  # noqa: E402
-from taskgym.domains.finance.tasks import build_filings, write_task  # noqa: E402
 from taskgym.domains.finance.questions import all_questions  # noqa: E402
+from taskgym.domains.finance.tasks import build_filings, write_task  # noqa: E402
 
 
 def timed(fn: object, *args: object) -> float:

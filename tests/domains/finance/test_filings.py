@@ -89,3 +89,23 @@ def test_a_long_filing_runs_past_100_pages_and_is_searchable(tmp_path: Path) -> 
     text = document.layout_text(rendered.pages["income"])
     assert "Consolidated Statements of Income" in text
     assert f"{filings.company.last.revenue:,}" in text
+
+
+@pytest.mark.parametrize("seed", [f"tab-{i}" for i in range(10)])
+def test_extract_tables_returns_whole_statement_rows_in_every_layout(tmp_path: Path,
+                                                                     seed: str) -> None:
+    """Ruled grids, rules only, zebra rows, one or two columns, either producer."""
+    filings = build_filings(seed, quarterly=False)
+    name, rendered = filings.documents["annual"]
+    (tmp_path / name).write_bytes(rendered.data)
+    document = open_document(tmp_path / name)
+    last = filings.company.last
+    for key, label, value in (("income", "Revenue", last.revenue),
+                              ("balance", "Total assets", last.total_assets),
+                              ("cashflow", "Net cash provided by operating activities", last.cfo),
+                              ("segments", "Total revenue", last.revenue),
+                              ("debt", "Total debt", last.long_debt + last.short_debt)):
+        rows = [row for table in document.tables(rendered.pages[key]) for row in table
+                if row and row[0] == label]
+        printed = f"{value:,}" if value >= 0 else f"({-value:,})"
+        assert any(row[1] == printed for row in rows), (key, rows)

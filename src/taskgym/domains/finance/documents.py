@@ -17,7 +17,7 @@ import re
 import tempfile
 import textwrap
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -142,30 +142,34 @@ class PdfDocument:
         self.check_page(page)
         return self._cached(f"layout/{page}.txt", lambda: self._layout(page).encode()).decode()
 
-    def _layout(self, page_number: int) -> str:
+    def _runs(self, page_number: int) -> tuple[list[list[tuple[float, float, str]]], float]:
+        """The page's text runs, (left, right, text), grouped into lines top to bottom."""
         page = self._open()[page_number - 1]
         textpage = page.get_textpage()
-        height = page.get_size()[1]
+        width, height = page.get_size()
         runs = []
         for i in range(textpage.count_rects()):
             left, bottom, right, top = textpage.get_rect(i)
             text = textpage.get_text_bounded(left, bottom, right, top).strip()
             if text:
-                runs.append((height - top, left, text))
+                runs.append((height - top, left, right, text))
         textpage.close()
         page.close()
-        lines: list[list[tuple[float, str]]] = []
+        lines: list[list[tuple[float, float, str]]] = []
         last_y = None
-        for y, x, text in sorted(runs):
+        for y, left, right, text in sorted(runs):
             if last_y is None or y - last_y > 3.0:
                 lines.append([])
                 last_y = y
-            lines[-1].append((x, text))
+            lines[-1].append((left, right, text))
+        return [sorted(line) for line in lines], width
+
+    def _layout(self, page_number: int) -> str:
         out = []
-        for line in lines:
+        for line in self._runs(page_number)[0]:
             row = ""
-            for x, text in sorted(line):
-                column = int(x / _CHAR_WIDTH)
+            for left, _, text in line:
+                column = int(left / _CHAR_WIDTH)
                 row += " " * max(1 if row else 0, column - len(row)) + text
             out.append(row.rstrip())
         return textwrap.dedent("\n".join(out)) + "\n"
@@ -203,6 +207,8 @@ class PdfDocument:
                                             lambda: self._find_tables(page))))
 
     def _find_tables(self, page: int) -> bytes:
+        """pdfplumber's ruled tables when every cell it finds is whole; else rows of the
+        text runs as printed (what unruled, zebra or two-column tables need)."""
         if self._plumber is None:
             try:
                 import pdfplumber
@@ -210,14 +216,10 @@ class PdfDocument:
                 raise MissingDependencyError(
                     "extract_tables needs pdfplumber: pip install 'taskgym[pdf]'") from exc
             self._plumber = pdfplumber.open(self.path)
-        plumber_page = self._plumber.pages[page - 1]
-        tables = [[[cell or "" for cell in row] for row in table]
-                  for table in plumber_page.extract_tables()]
-        if not tables:  # tables without rules: align words into columns, per text column
-            settings = {"vertical_strategy": "text", "horizontal_strategy": "text"}
-            for part in _text_columns(plumber_page):
-                tables += [[[cell or "" for cell in row] for row in table if any(row)]
-                           for table in part.extract_tables(settings)]
+        tables = [[[" ".join((cell or "").split()) for cell in row] for row in table]
+                  for table in self._plumber.pages[page - 1].extract_tables()]
+        if not tables or not all(_whole(table) for table in tables):
+            tables = _run_tables(*self._runs(page))
         return json.dumps(tables).encode()
 
     def image(self, page: int) -> bytes:
@@ -243,13 +245,54 @@ class PdfDocument:
                 self._pdf = None
 
 
-def _text_columns(page: Any) -> list[Any]:
-    """The page, or its two halves when its text is set in two columns (no line of text
-    crosses the middle)."""
-    middle = page.width / 2
-    words = page.extract_words()
-    crossing = sum(1 for w in words if w["x0"] < middle - 4 and w["x1"] > middle + 4)
-    left = sum(1 for w in words if w["x1"] <= middle)
-    if crossing > 2 or left == 0 or left == len(words):
-        return [page]
-    return [page.crop((0, 0, middle, page.height)), page.crop((middle, 0, page.width, page.height))]
+_NUMBER = re.compile(r"\$?\s?\(?-?\$?[\d,]*\.?\d+\)?%?\*?")
+
+
+def _whole(table: list[list[str]]) -> bool:
+    """A table whose numeric cells are each one whole number and that has two columns."""
+    numbers = [cell for row in table for cell in row[1:] if cell]
+    return (max((len(row) for row in table), default=0) >= 2 and bool(numbers)
+            and all(_NUMBER.fullmatch(cell) and not cell.endswith(",") for cell in numbers
+                    if any(ch.isdigit() for ch in cell))
+            and not any(re.search(r"\d\s+\(?\d", cell) for row in table for cell in row))
+
+
+def _run_tables(lines: list[list[tuple[float, float, str]]], width: float) -> list[list[list[str]]]:
+    """Tables from text runs: consecutive lines of two or more runs, split per text column."""
+    middle = width / 2
+    lefts = [[r for r in line if r[1] <= middle] for line in lines]
+    rights = [[r for r in line if r[0] >= middle] for line in lines]
+    crossing = any(left < middle - 4 and right > middle + 4
+                   for line in lines for left, right, _ in line)
+    # two text columns: a table inside the left one, or words (not right-aligned figures)
+    # starting many right-half lines at one x, the left edge of a second column
+    tabular_left = sum(len(runs) >= 2 for runs in lefts)
+    starts = Counter(round(runs[0][0]) for runs in rights
+                     if runs and not _NUMBER.fullmatch(runs[0][2]))
+    second_column = max(starts.values(), default=0) >= 4
+    parts = [lines] if crossing or (tabular_left < 2 and not second_column) else [lefts, rights]
+    tables: list[list[list[str]]] = []
+    for part in parts:
+        rows: list[list[str]] = []
+        pending = ""  # a label wrapped onto its own line above its figures
+        for line in part:
+            cells = [text for _, _, text in line]
+            if len(cells) >= 2:
+                if pending and not _NUMBER.fullmatch(cells[0]):
+                    cells[0] = f"{pending} {cells[0]}"
+                rows.append(cells)
+                pending = ""
+            elif len(cells) == 1 and rows and not _NUMBER.fullmatch(cells[0]):
+                pending = f"{pending} {cells[0]}".strip()
+            elif cells or not rows:
+                if len(rows) >= 2:
+                    tables.append(rows)
+                rows, pending = [], ""
+        if len(rows) >= 2:
+            tables.append(rows)
+    for table in tables:  # header rows lack the label cell: pad them on the left
+        widest = max(len(row) for row in table)
+        for i, row in enumerate(table):
+            if len(row) < widest and (_NUMBER.fullmatch(row[0]) or row[0][:3] == "Dec"):
+                table[i] = [""] * (widest - len(row)) + row
+    return tables
