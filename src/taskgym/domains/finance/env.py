@@ -43,7 +43,8 @@ def generated_tasks(names: tuple[str, ...] = GENERATORS, size: int = 120) -> Gen
 def documents_of(task: Task) -> list[Path]:
     """The task's PDFs: ``[finance] documents`` of task.toml, else every PDF, by name."""
     files = task.path / "environment" / "files"
-    names = task.config.get("finance", {}).get("documents")
+    section = task.config.get("finance", {})
+    names = section.get("documents") if isinstance(section, dict) else None
     paths = [files / str(n) for n in names] if names else sorted(files.glob("*.pdf"))
     if not paths:
         raise ConfigError(f"task {task.id} has no PDF in {files}")
