@@ -44,7 +44,10 @@ def documents_of(task: Task) -> list[Path]:
     """The task's PDFs: ``[finance] documents`` of task.toml, else every PDF, by name."""
     files = task.path / "environment" / "files"
     section = task.config.get("finance", {})
-    names = section.get("documents") if isinstance(section, dict) else None
+    if not isinstance(section, dict):
+        raise ConfigError(f"{task.path / 'task.toml'}: [finance] must be a table, "
+                          'e.g. [finance]\ndocuments = ["10-k.pdf"]')
+    names = section.get("documents")
     paths = [files / str(n) for n in names] if names else sorted(files.glob("*.pdf"))
     if not paths:
         raise ConfigError(f"task {task.id} has no PDF in {files}")
