@@ -109,3 +109,27 @@ def test_extract_tables_returns_whole_statement_rows_in_every_layout(tmp_path: P
                 if row and row[0] == label]
         printed = f"{value:,}" if value >= 0 else f"({-value:,})"
         assert any(row[1] == printed for row in rows), (key, rows)
+
+
+def test_a_second_process_reads_the_parsed_text_from_the_disk_cache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from taskgym.domains.finance import documents
+
+    filings = build_filings("cache-check", quarterly=False)
+    name, rendered = filings.documents["annual"]
+    copies = [tmp_path / "a" / name, tmp_path / "b" / name]  # same content, two paths
+    for copy in copies:
+        copy.parent.mkdir()
+        copy.write_bytes(rendered.data)
+    first = open_document(copies[0])
+    first.layout_text(2)
+    documents._OPEN.clear()  # what a fresh process starts with
+
+    def no_parsing(self: object) -> None:
+        raise AssertionError("parsed again")
+
+    monkeypatch.setattr(documents.PdfDocument, "_extract", no_parsing)
+    monkeypatch.setattr(documents.PdfDocument, "_layout", no_parsing)
+    second = open_document(copies[1])
+    assert second is not first and second.texts == first.texts
+    assert second.layout_text(2) == first.layout_text(2)
