@@ -123,7 +123,7 @@ def test_a_second_process_reads_the_parsed_text_from_the_disk_cache(
         copy.write_bytes(rendered.data)
     first = open_document(copies[0])
     first.layout_text(2)
-    documents._OPEN.clear()  # what a fresh process starts with
+    documents.close_documents()  # what a fresh process starts with
 
     def no_parsing(self: object) -> None:
         raise AssertionError("parsed again")

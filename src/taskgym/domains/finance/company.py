@@ -13,7 +13,7 @@ the identities hold exactly in what the documents print:
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 __all__ = ["Company", "Year", "make_company"]
 
@@ -132,7 +132,6 @@ class Company:
     """(revenue, net income) of the first quarter after the last fiscal year."""
     founded: int
     headquarters: str
-    extra: dict[str, int] = field(default_factory=dict)
 
     def year(self, year: int) -> Year:
         return next(y for y in self.years if y.year == year)
@@ -142,11 +141,10 @@ class Company:
         return self.years[-1]
 
 
-def _split(total: int, parts: int, rng: random.Random) -> list[int]:
-    weights = [rng.uniform(0.8, 1.25) for _ in range(parts)]
+def _quarters(total: int, rng: random.Random) -> tuple[int, int, int, int]:
+    weights = [rng.uniform(0.8, 1.25) for _ in range(4)]
     shares = [int(total * w / sum(weights)) for w in weights]
-    shares[-1] += total - sum(shares)
-    return shares
+    return shares[0], shares[1], shares[2], total - sum(shares[:3])
 
 
 def make_company(seed: int | str, n_years: int = 4) -> Company:
@@ -181,7 +179,7 @@ def make_company(seed: int | str, n_years: int = 4) -> Company:
         tax = int(pretax * rng.uniform(0.18, 0.27)) if pretax > 0 else 0
         net = pretax - tax
         seg_income = {s: int(segments[s] * margin[s]) for s in segment_names}
-        quarters = _split(revenue, 4, rng)
+        quarters = _quarters(revenue, rng)
         receivables = int(revenue * rng.uniform(0.1, 0.2))
         inventory = int(cost * rng.uniform(0.08, 0.2))
         payables = int(cost * rng.uniform(0.08, 0.15))
@@ -200,7 +198,7 @@ def make_company(seed: int | str, n_years: int = 4) -> Company:
             if common < revenue // 20:  # keep equity positive: hold more cash
                 cash += revenue // 20 - common
                 common = revenue // 20
-            years.append(Year(first_year, segments, seg_income, tuple(quarters),  # type: ignore[arg-type]
+            years.append(Year(first_year, segments, seg_income, quarters,
                               cost, sga, rnd, depreciation, interest, other, tax, shares, cash,
                               receivables, inventory, ppe_prev, goodwill, payables, accrued,
                               short_debt, long_debt, common, retained))
@@ -222,7 +220,7 @@ def make_company(seed: int | str, n_years: int = 4) -> Company:
         short_debt = prev.short_debt
         long_debt = prev.long_debt + debt_change
         years.append(Year(
-            first_year + i, segments, seg_income, tuple(quarters), cost, sga, rnd,  # type: ignore[arg-type]
+            first_year + i, segments, seg_income, quarters, cost, sga, rnd,
             depreciation, interest, other, tax, shares, cash, receivables, inventory,
             prev.ppe + capex - depreciation, prev.goodwill + acquisitions, payables, accrued,
             short_debt, long_debt, prev.common - buybacks, prev.retained + net - dividends,

@@ -22,7 +22,8 @@ from taskgym.domains.finance.render import (
     Table,
 )
 
-__all__ = ["annual_report", "debt_maturities", "money", "quarterly_report", "regions", "style_for"]
+__all__ = ["annual_report", "debt_maturities", "eps", "money", "quarterly_report", "regions",
+           "style_for"]
 
 _REGIONS = ("North America", "Europe", "Asia Pacific", "Latin America", "Middle East and Africa")
 _RISKS = (
@@ -66,10 +67,6 @@ def money(value: int) -> str:
     return f"({-value:,})" if value < 0 else f"{value:,}"
 
 
-def _pct(value: float) -> str:
-    return f"{value:.1f}%"
-
-
 def style_for(rng: random.Random, producer: str) -> Style:
     return Style(producer=producer, columns=rng.choice((1, 2)),  # type: ignore[arg-type]
                  font=rng.choice(("Helvetica", "Times", "Courier")),
@@ -101,7 +98,12 @@ def _unit_note(company: Company, extra: str = "") -> str:
     return f"(in {company.unit}{extra})"
 
 
-def _eps(company: Company, year: Year) -> float:
+def _per_share(value: float) -> str:
+    return f"({-value:.2f})" if value < 0 else f"{value:.2f}"
+
+
+def eps(company: Company, year: Year) -> float:
+    """Diluted earnings per share in dollars (net income over diluted shares)."""
     multiplier = 1_000_000 if company.unit == "millions" else 1_000
     return year.net_income * multiplier / (year.shares * 1000)
 
@@ -196,7 +198,7 @@ def _income(company: Company, headers: tuple[str, ...], cols: list[Year]) -> Tab
             row("Income before income taxes", "pretax_income"),
             row("Provision for income taxes", "tax", -1), row("Net income", "net_income"),
             ("Diluted shares outstanding (thousands)", *(f"{y.shares:,}" for y in cols)),
-            ("Diluted earnings per share ($)", *(f"{_eps(company, y):.2f}" for y in cols)))
+            ("Diluted earnings per share ($)", *(_per_share(eps(company, y)) for y in cols)))
     return Table("Consolidated Statements of Income", headers, rows,
                  _unit_note(company, ", except per-share data"), "income",
                  frozenset({2, 6, 9, 11}))

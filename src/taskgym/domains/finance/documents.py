@@ -24,7 +24,7 @@ from typing import Any
 from taskgym.core.task import cache_dir
 from taskgym.errors import ConfigError, MissingDependencyError
 
-__all__ = ["PdfDocument", "open_document"]
+__all__ = ["PdfDocument", "close_documents", "open_document"]
 
 _LOCK = threading.RLock()  # pdfium and pdfplumber are not thread-safe
 _OPEN: OrderedDict[str, PdfDocument] = OrderedDict()
@@ -75,6 +75,14 @@ def open_document(path: Path) -> PdfDocument:
                 _OPEN.popitem(last=False)[1].close()
         _OPEN.move_to_end(digest)
         return document
+
+
+def close_documents() -> None:
+    """Close and forget every open document; later opens read the disk cache (as a new
+    process would)."""
+    with _LOCK:
+        while _OPEN:
+            _OPEN.popitem()[1].close()
 
 
 class PdfDocument:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from taskgym.domains.finance.answers import GoldAnswer
 from taskgym.domains.finance.company import Company
-from taskgym.domains.finance.content import debt_maturities, regions
+from taskgym.domains.finance.content import debt_maturities, eps, regions
 
 __all__ = ["FAMILIES", "Question", "all_questions"]
 
@@ -57,7 +57,7 @@ def all_questions(company: Company, long: bool = False) -> list[Question]:
     """Every question the generator can ask about this company's filings."""
     c, last, prior = company, company.years[-1], company.years[-2]
     y, p = last.year, prior.year
-    name, u = c.name, c.unit
+    name = c.name
     income, balance, cash = (ANNUAL, "income"), (ANNUAL, "balance"), (ANNUAL, "cashflow")
     seg, chart = (ANNUAL, "segments"), (ANNUAL, "chart_quarters")
     top = max(last.segments, key=last.segments.__getitem__)
@@ -78,8 +78,7 @@ def all_questions(company: Company, long: bool = False) -> list[Question]:
         _amount("lookup", f"What operating income did the {low} segment report in fiscal {y}?",
                 last.segment_income[low], c, seg),
         _ratio("lookup", f"What were {name}'s diluted earnings per share in fiscal {y}, in "
-               "dollars?", round(last.net_income * (1e6 if u == "millions" else 1e3)
-                                 / (last.shares * 1000), 2), False, income),
+               "dollars?", eps(c, last), False, income),
         _ratio("compute", f"By what percentage did {name}'s revenue grow from fiscal {p} "
                f"(restated) to fiscal {y}?", (last.revenue / prior.revenue - 1) * 100, True,
                income),
