@@ -75,3 +75,20 @@ def test_a_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPat
                         lambda name, *a: None if name == "pdfplumber" else real(name, *a))
     with pytest.raises(MissingDependencyError, match=r"pip install 'taskgym\[pdf\]'"):
         finance.FinanceEnv()
+
+
+@pytest.mark.sandbox
+def test_generated_tasks_answers_in_the_cache_are_not_in_the_sandbox() -> None:
+    env = taskgym.make("finance-pdf-v0", tasks="generated")
+    try:
+        env.reset(options={"task_id": "multihop-1"})
+        task_path = str(env.unwrapped.task.path)
+        obs, *_ = env.step({"tool": "python", "args": {"code": (
+            "import os\nfound = []\n"
+            "for root, dirs, files in os.walk('/'):\n"
+            "    dirs[:] = [d for d in dirs if os.path.join(root, d) not in ('/proc', '/sys')]\n"
+            "    found += [os.path.join(root, f) for f in files if f == 'answer.json']\n"
+            f"print('FOUND', found, os.path.exists({task_path!r}))")}})
+        assert "FOUND [] False" in obs["text"], obs["text"]
+    finally:
+        env.close()
