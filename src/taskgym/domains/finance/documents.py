@@ -9,6 +9,7 @@ are computed for a page the first time it is asked for and kept beside it.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import io
 import json
@@ -33,14 +34,19 @@ _KEEP_OPEN = 64
 _CACHE_VERSION = "1"
 _CHAR_WIDTH = 4.6  # points per character column of layout text
 IMAGE_SCALE = 1.4
+_closes_at_exit = False
 
 
 def _pdfium() -> Any:
+    global _closes_at_exit
     try:
         import pypdfium2
     except ImportError as exc:
         raise MissingDependencyError(
             "the finance tools need pypdfium2: pip install 'taskgym[pdf]'") from exc
+    if not _closes_at_exit:  # registered after pypdfium2's own exit hook, so it runs first
+        atexit.register(close_documents)
+        _closes_at_exit = True
     return pypdfium2
 
 
