@@ -28,7 +28,7 @@ if ((${#missing[@]})); then
 fi
 
 extras=""
-if [ "${1:-}" = "--test" ]; then extras="[test]"; fi
+if [ "${1:-}" = "--test" ]; then extras="[test,pdf]"; fi  # pdf: finance-pdf-v0 and its tests
 python3 -m pip install --quiet --disable-pip-version-check -e ".${extras}"
 command -v pyenv >/dev/null && pyenv rehash || true
 python3 -m taskgym doctor

@@ -47,6 +47,21 @@ def _sandbox_tool(name: str, argv: list[str], package: str) -> Check:
     return Check(name, True, (proc.stdout or proc.stderr).strip().splitlines()[0][:80])
 
 
+def _pdf_extra() -> Check:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found, missing = [], []
+    for dist in ("pdfplumber", "pypdfium2", "reportlab", "fpdf2"):
+        try:
+            found.append(f"{dist} {version(dist)}")
+        except PackageNotFoundError:
+            missing.append(dist)
+    if missing:
+        return Check("finance: pdf extra", False, f"missing {', '.join(missing)}",
+                     "pip install 'taskgym[pdf]'")
+    return Check("finance: pdf extra", True, ", ".join(found))
+
+
 def run_checks() -> list[Check]:
     """Every check, in the order ``taskgym doctor`` prints them."""
     from taskgym.sandbox.local import LocalBackend
@@ -65,4 +80,5 @@ def run_checks() -> list[Check]:
                                 ["/usr/bin/python3", "-c", pytest_probe], "python3 python3-pytest"))
     for tool, package in (("git", "git"), ("make", "make"), ("gcc", "gcc libc6-dev")):
         checks.append(_sandbox_tool(f"coding: {tool}", [tool, "--version"], package))
+    checks.append(_pdf_extra())
     return checks

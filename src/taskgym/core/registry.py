@@ -39,6 +39,8 @@ _lock = threading.Lock()
 _BUILTIN = (
     EnvInfo("coding-terminal-v0", "taskgym.domains.coding:CodingEnv",
             "Solve a programming or ops task in a sandboxed shell; hidden tests decide."),
+    EnvInfo("finance-pdf-v0", "taskgym.domains.finance:FinanceEnv",
+            "Answer questions about financial PDF filings; normalised numbers decide."),
 )
 
 

@@ -1,0 +1,312 @@
+"""Trusted task PDFs, parsed once and shared by every episode and worker.
+
+A document is keyed by the SHA-256 of its bytes. The first open extracts every page's
+text with pypdfium2 (about 3 ms a page) into ``cache_dir()/pdf/<digest>/text.json``, which
+also serves as the search index; later opens, in any process, read that file. Layout text
+(pypdfium2's text runs placed by position), tables (pdfplumber) and page images (pypdfium2)
+are computed for a page the first time it is asked for and kept beside it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import io
+import json
+import os
+import re
+import tempfile
+import textwrap
+import threading
+from collections import Counter, OrderedDict
+from pathlib import Path
+from typing import Any
+
+from taskgym.core.task import cache_dir
+from taskgym.errors import ConfigError, MissingDependencyError
+
+__all__ = ["PdfDocument", "close_documents", "open_document"]
+
+_LOCK = threading.RLock()  # pdfium and pdfplumber are not thread-safe
+_OPEN: OrderedDict[str, PdfDocument] = OrderedDict()
+_DIGESTS: dict[tuple[str, int, int], str] = {}
+_KEEP_OPEN = 64
+_CACHE_VERSION = "1"
+_CHAR_WIDTH = 4.6  # points per character column of layout text
+IMAGE_SCALE = 1.4
+_closes_at_exit = False
+
+
+def _pdfium() -> Any:
+    global _closes_at_exit
+    try:
+        import pypdfium2
+    except ImportError as exc:
+        raise MissingDependencyError(
+            "the finance tools need pypdfium2: pip install 'taskgym[pdf]'") from exc
+    if not _closes_at_exit:  # registered after pypdfium2's own exit hook, so it runs first
+        atexit.register(close_documents)
+        _closes_at_exit = True
+    return pypdfium2
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    os.replace(tmp, path)
+
+
+def _digest(path: Path) -> str:
+    stat = path.stat()
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    digest = _DIGESTS.get(key)
+    if digest is None:
+        digest = _DIGESTS[key] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return digest
+
+
+def open_document(path: Path) -> PdfDocument:
+    """The cached document for the PDF at ``path`` (parsed at most once per content)."""
+    try:
+        digest = _digest(path)
+    except OSError as exc:
+        raise ConfigError(f"cannot read the document {path}: {exc.strerror or exc}") from exc
+    with _LOCK:
+        document = _OPEN.get(digest)
+        if document is None:
+            document = _OPEN[digest] = PdfDocument(path, digest)
+            while len(_OPEN) > _KEEP_OPEN:
+                _OPEN.popitem(last=False)[1].close()
+        _OPEN.move_to_end(digest)
+        return document
+
+
+def close_documents() -> None:
+    """Close and forget every open document; later opens read the disk cache (as a new
+    process would)."""
+    with _LOCK:
+        while _OPEN:
+            _OPEN.popitem()[1].close()
+
+
+class PdfDocument:
+    """One PDF's text, search index, layout, tables and page images, cached on disk."""
+
+    def __init__(self, path: Path, digest: str) -> None:
+        self.path, self.digest = path, digest
+        self.folder = cache_dir() / "pdf" / f"{digest[:32]}-v{_CACHE_VERSION}"
+        self._pdf: Any = None
+        self._plumber: Any = None
+        index = self.folder / "text.json"
+        try:
+            meta = json.loads(index.read_text())
+        except (OSError, ValueError):
+            meta = self._extract()
+            _write_atomic(index, json.dumps(meta).encode())
+        self.texts: list[str] = meta["texts"]
+        self.sizes: list[tuple[float, float]] = [tuple(s) for s in meta["sizes"]]
+        self.metadata: dict[str, str] = meta["metadata"]
+        self._flat = [" ".join(t.split()) for t in self.texts]
+        self._lower = [t.lower() for t in self._flat]
+
+    @property
+    def page_count(self) -> int:
+        return len(self.texts)
+
+    def _open(self) -> Any:
+        if self._pdf is None:
+            try:
+                self._pdf = _pdfium().PdfDocument(str(self.path))
+            except _pdfium().PdfiumError as exc:
+                raise ConfigError(f"{self.path.name} is not a readable PDF: {exc}") from exc
+        return self._pdf
+
+    def _extract(self) -> dict[str, Any]:
+        with _LOCK:
+            pdf = self._open()
+            texts, sizes = [], []
+            for page in pdf:
+                textpage = page.get_textpage()
+                texts.append(textpage.get_text_range().replace("\r\n", "\n"))
+                sizes.append(page.get_size())
+                textpage.close()
+                page.close()
+            metadata = {k: str(v) for k, v in pdf.get_metadata_dict(skip_empty=True).items()}
+        return {"texts": texts, "sizes": sizes, "metadata": metadata}
+
+    def check_page(self, page: int) -> None:
+        if not 1 <= page <= self.page_count:
+            raise ConfigError(f"{self.path.name} has pages 1 to {self.page_count}; "
+                              f"there is no page {page}")
+
+    def _cached(self, name: str, make: Any) -> bytes:
+        path = self.folder / name
+        try:
+            return path.read_bytes()
+        except OSError:
+            with _LOCK:
+                data: bytes = make()
+            _write_atomic(path, data)
+            return data
+
+    def layout_text(self, page: int) -> str:
+        """The page's text with lines and columns placed where they are printed."""
+        self.check_page(page)
+        return self._cached(f"layout/{page}.txt", lambda: self._layout(page).encode()).decode()
+
+    def _runs(self, page_number: int) -> tuple[list[list[tuple[float, float, str]]], float]:
+        """The page's text runs, (left, right, text), grouped into lines top to bottom."""
+        page = self._open()[page_number - 1]
+        textpage = page.get_textpage()
+        width, height = page.get_size()
+        runs = []
+        for i in range(textpage.count_rects()):
+            left, bottom, right, top = textpage.get_rect(i)
+            text = textpage.get_text_bounded(left, bottom, right, top).strip()
+            if text:
+                runs.append((height - top, left, right, text))
+        textpage.close()
+        page.close()
+        lines: list[list[tuple[float, float, str]]] = []
+        last_y = None
+        for y, left, right, text in sorted(runs):
+            if last_y is None or y - last_y > 3.0:
+                lines.append([])
+                last_y = y
+            lines[-1].append((left, right, text))
+        return [sorted(line) for line in lines], width
+
+    def _layout(self, page_number: int) -> str:
+        out = []
+        for line in self._runs(page_number)[0]:
+            row = ""
+            for left, _, text in line:
+                column = int(left / _CHAR_WIDTH)
+                row += " " * max(1 if row else 0, column - len(row)) + text
+            out.append(row.rstrip())
+        return textwrap.dedent("\n".join(out)) + "\n"
+
+    def search(self, query: str, limit: int = 10) -> list[tuple[int, list[str]]]:
+        """Pages matching ``query`` (the phrase, else every word of it) with snippets."""
+        phrase = " ".join(query.lower().split())
+        if not phrase:
+            return []
+        hits = [(i, self._positions(i, phrase)) for i in range(self.page_count)
+                if phrase in self._lower[i]]
+        if not hits:
+            words = re.findall(r"\w[\w.,%$-]*", phrase)
+            scored = []
+            for i, text in enumerate(self._lower):
+                if words and all(w in text for w in words):
+                    scored.append((-sum(text.count(w) for w in words), i))
+            hits = [(i, self._positions(i, words[0])) for _, i in sorted(scored)]
+        return [(i + 1, [self._snippet(i, start, len(phrase)) for start in positions[:3]])
+                for i, positions in hits[:limit]]
+
+    def _positions(self, index: int, needle: str) -> list[int]:
+        return [m.start() for m in re.finditer(re.escape(needle), self._lower[index])][:3]
+
+    def _snippet(self, index: int, start: int, length: int) -> str:
+        text = self._flat[index] if len(self._flat[index]) == len(self._lower[index]) else \
+            self._lower[index]
+        left, right = max(0, start - 80), min(len(text), start + length + 80)
+        return ("..." if left else "") + text[left:right] + ("..." if right < len(text) else "")
+
+    def tables(self, page: int) -> list[list[list[str]]]:
+        """The page's tables as rows of cell strings (pdfplumber's table finder)."""
+        self.check_page(page)
+        return list(json.loads(self._cached(f"tables/{page}.json",
+                                            lambda: self._find_tables(page))))
+
+    def _find_tables(self, page: int) -> bytes:
+        """pdfplumber's ruled tables when every cell it finds is whole; else rows of the
+        text runs as printed (what unruled, zebra or two-column tables need)."""
+        if self._plumber is None:
+            try:
+                import pdfplumber
+            except ImportError as exc:
+                raise MissingDependencyError(
+                    "extract_tables needs pdfplumber: pip install 'taskgym[pdf]'") from exc
+            self._plumber = pdfplumber.open(self.path)
+        tables = [[[" ".join((cell or "").split()) for cell in row] for row in table]
+                  for table in self._plumber.pages[page - 1].extract_tables()]
+        if not tables or not all(_whole(table) for table in tables):
+            tables = _run_tables(*self._runs(page))
+        return json.dumps(tables).encode()
+
+    def image(self, page: int) -> bytes:
+        """The page rendered as a PNG."""
+        self.check_page(page)
+        return self._cached(f"png/{page}.png", lambda: self._render(page))
+
+    def _render(self, page_number: int) -> bytes:
+        page = self._open()[page_number - 1]
+        image = page.render(scale=IMAGE_SCALE, grayscale=True).to_pil()
+        page.close()
+        buffer = io.BytesIO()
+        image.save(buffer, "PNG")
+        return buffer.getvalue()
+
+    def close(self) -> None:
+        with _LOCK:
+            if self._plumber is not None:
+                self._plumber.close()
+                self._plumber = None
+            if self._pdf is not None:
+                self._pdf.close()
+                self._pdf = None
+
+
+_NUMBER = re.compile(r"\$?\s?\(?-?\$?[\d,]*\.?\d+\)?%?\*?")
+
+
+def _whole(table: list[list[str]]) -> bool:
+    """A table whose numeric cells are each one whole number and that has two columns."""
+    numbers = [cell for row in table for cell in row[1:] if cell]
+    return (max((len(row) for row in table), default=0) >= 2 and bool(numbers)
+            and all(_NUMBER.fullmatch(cell) and not cell.endswith(",") for cell in numbers
+                    if any(ch.isdigit() for ch in cell))
+            and not any(re.search(r"\d\s+\(?\d", cell) for row in table for cell in row))
+
+
+def _run_tables(lines: list[list[tuple[float, float, str]]], width: float) -> list[list[list[str]]]:
+    """Tables from text runs: consecutive lines of two or more runs, split per text column."""
+    middle = width / 2
+    lefts = [[r for r in line if r[1] <= middle] for line in lines]
+    rights = [[r for r in line if r[0] >= middle] for line in lines]
+    crossing = any(left < middle - 4 and right > middle + 4
+                   for line in lines for left, right, _ in line)
+    # two text columns: a table inside the left one, or words (not right-aligned figures)
+    # starting many right-half lines at one x, the left edge of a second column
+    tabular_left = sum(len(runs) >= 2 for runs in lefts)
+    starts = Counter(round(runs[0][0]) for runs in rights
+                     if runs and not _NUMBER.fullmatch(runs[0][2]))
+    second_column = max(starts.values(), default=0) >= 4
+    parts = [lines] if crossing or (tabular_left < 2 and not second_column) else [lefts, rights]
+    tables: list[list[list[str]]] = []
+    for part in parts:
+        rows: list[list[str]] = []
+        pending = ""  # a label wrapped onto its own line above its figures
+        for line in part:
+            cells = [text for _, _, text in line]
+            if len(cells) >= 2:
+                if pending and not _NUMBER.fullmatch(cells[0]):
+                    cells[0] = f"{pending} {cells[0]}"
+                rows.append(cells)
+                pending = ""
+            elif len(cells) == 1 and rows and not _NUMBER.fullmatch(cells[0]):
+                pending = f"{pending} {cells[0]}".strip()
+            elif cells or not rows:
+                if len(rows) >= 2:
+                    tables.append(rows)
+                rows, pending = [], ""
+        if len(rows) >= 2:
+            tables.append(rows)
+    for table in tables:  # header rows lack the label cell: pad them on the left
+        widest = max(len(row) for row in table)
+        for i, row in enumerate(table):
+            if len(row) < widest and (_NUMBER.fullmatch(row[0]) or row[0][:3] == "Dec"):
+                table[i] = [""] * (widest - len(row)) + row
+    return tables

@@ -1,0 +1,135 @@
+"""``finance-pdf-v0``: answer a question about financial filings in PDF form.
+
+The agent reads the documents with tools that run on the host over the cached, trusted
+PDFs, computes in a sandboxed ``python``, and submits a value, its unit/scale and the
+evidence pages. Grading is a pure function of those strings and the hidden
+``tests/answer.json`` (see :mod:`taskgym.domains.finance.answers`); no agent code runs, and
+the answer never enters the sandbox.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+from taskgym.core.env import TaskEnv
+from taskgym.core.paths import envs_dir
+from taskgym.core.reward import RewardResult
+from taskgym.core.task import FolderTaskSet, GeneratedTaskSet, Task, TaskSet, source_version
+from taskgym.core.tool import Tool
+from taskgym.domains.finance.answers import GoldAnswer, grade
+from taskgym.domains.finance.tasks import GENERATORS, generator
+from taskgym.domains.finance.tools import Submission, finance_tools
+from taskgym.errors import ConfigError, MissingDependencyError
+from taskgym.sandbox import SandboxSpec, Session
+
+__all__ = ["FinanceEnv", "documents_of", "generated_tasks", "load_gold"]
+
+ENV_ID = "finance-pdf-v0"
+
+
+def generated_tasks(names: tuple[str, ...] = GENERATORS, size: int = 120) -> GeneratedTaskSet:
+    """Seeded questions about freshly generated filings (``<family>-<seed>``)."""
+    unknown = set(names) - set(GENERATORS)
+    if unknown:
+        raise ConfigError(f"unknown generator {sorted(unknown)[0]!r}; choose from "
+                          f"{', '.join(GENERATORS)}")
+    version = source_version(*sorted(Path(__file__).parent.rglob("*.py")))
+    return GeneratedTaskSet({n: generator(n) for n in names}, "finance",
+                            {n: version for n in names}, size=size)
+
+
+def documents_of(task: Task) -> list[Path]:
+    """The task's PDFs: ``[finance] documents`` of task.toml, else every PDF, by name."""
+    files = task.path / "environment" / "files"
+    section = task.config.get("finance", {})
+    if not isinstance(section, dict):
+        raise ConfigError(f"{task.path / 'task.toml'}: [finance] must be a table, "
+                          'e.g. [finance]\ndocuments = ["10-k.pdf"]')
+    names = section.get("documents")
+    paths = [files / str(n) for n in names] if names else sorted(files.glob("*.pdf"))
+    if not paths:
+        raise ConfigError(f"task {task.id} has no PDF in {files}")
+    missing = [p.name for p in paths if not p.is_file()]
+    if missing:
+        raise ConfigError(f"task {task.id} lists documents missing from {files}: {missing}")
+    return paths
+
+
+class FinanceEnv(TaskEnv):
+    """Questions about financial PDFs; normalised numbers decide.
+
+    ``tasks`` may also be ``"curated"`` (the default), ``"generated"`` (every family) or
+    ``"generated:<family>[,<family>...]"`` (see :data:`GENERATORS`).
+    """
+
+    domain = "finance"
+    description = "Answer questions about financial PDF filings; normalised numbers decide."
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        missing = [name for name in ("pypdfium2", "pdfplumber")
+                   if importlib.util.find_spec(name) is None]
+        if missing:
+            raise MissingDependencyError(
+                f"{ENV_ID} needs {' and '.join(missing)}: pip install 'taskgym[pdf]'")
+        self._submission: Submission | None = None
+        super().__init__(*args, **kwargs)
+
+    def default_tasks(self) -> TaskSet:
+        return FolderTaskSet(envs_dir() / ENV_ID / "tasks", self.domain)
+
+    def named_tasks(self, name: str) -> TaskSet | None:
+        if name == "curated":
+            return self.default_tasks()
+        if name == "generated":
+            return generated_tasks()
+        if name.startswith("generated:"):
+            return generated_tasks(tuple(n for n in name.split(":", 1)[1].split(",") if n))
+        return None
+
+    def make_tools(self) -> list[Tool]:
+        def documents() -> list[Path]:
+            if self.task is None:
+                raise ConfigError("no episode is running; call reset() first")
+            return documents_of(self.task)
+
+        def max_timeout() -> float:
+            return max(1.0, min(self.episode_limits.command_timeout_sec, self.remaining_seconds()))
+
+        def record(submission: Submission) -> None:
+            self._submission = submission
+
+        return finance_tools(documents, lambda: self.session, max_timeout, record)
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[dict[str, str], dict[str, Any]]:
+        self._submission = None
+        return super().reset(seed=seed, options=options)
+
+    def sandbox_spec(self, task: Task) -> SandboxSpec:
+        return super().sandbox_spec(task).model_copy(update={"host_python": True})
+
+    def workspace_seed(self, task: Task) -> Path | None:
+        documents_of(task)  # fail early on a broken task folder
+        return task.path / "environment" / "files"
+
+    def verify(self, task: Task, session: Session) -> RewardResult:
+        gold = load_gold(task)
+        submission = self._submission or Submission()
+        names = [p.name for p in documents_of(task)]
+        return grade(gold, submission.answer, submission.unit, submission.pages, names)
+
+    def oracle_actions(self, task: Task) -> list[dict[str, Any]]:
+        solution = Submission.model_validate_json(
+            (task.path / "solution" / "answer.json").read_text())
+        return [{"tool": "submit", "args": solution.model_dump()}]
+
+
+def load_gold(task: Task) -> GoldAnswer:
+    """The hidden answer of ``task`` (``tests/answer.json``)."""
+    path = task.path / "tests" / "answer.json"
+    try:
+        return GoldAnswer.model_validate_json(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
