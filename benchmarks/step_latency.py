@@ -5,7 +5,7 @@ Layers timed in the same run, interleaved round by round so machine load hits th
 - ``env.step``: through ``taskgym.make`` (Gymnasium wrappers included), what a trainer calls;
 - ``env.unwrapped.step``: the env without the wrappers;
 - ``session.exec``: the sandbox session alone (``LocalSession.exec``);
-- ``raw __tg``: taskgym's shell protocol done by hand on the session's descriptors
+- ``raw protocol``: taskgym's shell protocol done by hand on the session's descriptors
   (write the command file, send ``__tg``, read to the marker), no Python around it;
 - ``floor``: a bare bash in an identical bwrap sandbox, ``echo hi; echo SENTINEL`` over pipes.
 
@@ -49,7 +49,7 @@ import taskgym  # noqa: E402
 from taskgym.core.env import _describe  # noqa: E402
 from taskgym.core.tool import ActionError, parse_action  # noqa: E402
 from taskgym.sandbox import ExecResult  # noqa: E402
-from taskgym.sandbox.local import _read_capped  # noqa: E402
+from taskgym.sandbox.local import _SOURCE_TRIGGER, _read_capped  # noqa: E402
 from taskgym.tools.shell import format_exec  # noqa: E402
 
 TARGET_MS = 0.15
@@ -71,7 +71,7 @@ def raw_tg(session: Any) -> Callable[[], None]:
         os.ftruncate(out_fd, 0)
         os.pwrite(cmd_fd, data, 0)
         os.ftruncate(cmd_fd, len(data))
-        os.write(ctl, b"__tg\n")
+        os.write(ctl, _SOURCE_TRIGGER)
         buf = b""
         while not (tag in buf and buf.endswith(b"\n")):
             poll.poll()
@@ -182,7 +182,7 @@ def run(quick: bool = False, profile: bool = False) -> list[Row]:
             "env.step, task's own max_steps": (plain_step, _session_pids(plain.unwrapped.session)),
             "env.unwrapped.step": (lambda: env.unwrapped.step(ACTION), ours),
             "session.exec": (lambda: session.exec("echo hi"), ours),
-            "raw __tg protocol by hand": (raw_tg(session), ours),
+            "raw protocol by hand": (raw_tg(session), ours),
             FLOOR: (floor.send, theirs),
         }
         obs = env.step(ACTION)[0]["text"]

@@ -48,6 +48,7 @@ CONTROL_DIR = "/.taskgym"
 _CONTROL_MB = 4
 _INLINE_MAX = 64
 """Commands up to this many bytes of printable ASCII skip the command file."""
+_SOURCE_TRIGGER = f". {CONTROL_DIR}/cmd;__ts\n".encode()
 _STATUS_FD = 251
 """The shell's fd for status lines: out of the way of what commands redirect."""
 _RUNAWAY_CHECK_SEC = 0.25
@@ -346,11 +347,13 @@ class LocalSession(Session):
     """A bubblewrap sandbox with a persistent bash; see :class:`taskgym.sandbox.Session`.
 
     The shell reads a tiny script from a control pipe. For each command the host writes
-    the command text into a file on the control tmpfs and sends ``__tg`` down the pipe;
-    ``__tg`` sources the file (bash reads a regular file in one call, where it reads a
-    pipe one byte at a time). A short printable one-liner skips the file: it rides the
-    trigger line as one ANSI-C quoted word for ``__tgi``, which evaluates it the same way,
-    followed by ``__ts``, which reports its status.
+    the command text into a file on the control tmpfs and sends ``. <file>;__ts`` down the
+    pipe: the shell sources the file (bash reads a regular file in one call, where it reads
+    a pipe one byte at a time), then ``__ts`` reports its status. A short printable
+    one-liner skips the file: it rides the trigger line as one ANSI-C quoted word for
+    ``eval``. Both run at the shell's top level, as typed in a terminal: ``declare``
+    makes globals that persist; a one-liner holding ``return`` takes the file path,
+    where ``return`` ends the sourced file.
 
     The shell's stdout and stderr are files on two tmpfs mounts sized at the stream limit;
     after a command the host reads them from where it left off (emptying them before a
@@ -400,9 +403,6 @@ class LocalSession(Session):
         fd = _STATUS_FD
         bootstrap = (
             f"exec {fd}>&1 1>>{CONTROL_DIR}/o/out 2>>{CONTROL_DIR}/e/err\n"
-            f"__tg() {{ . {CONTROL_DIR}/cmd; printf '{tag}%d\\n' \"$?\" >&{fd}; }}\n"
-            # one-liners: `return` in them leaves __tgi, and __ts still reports the status
-            "__tgi() { __tg_c=$1; set --; eval \"$__tg_c\"; }\n"
             f"__ts() {{ printf '{tag}%d\\n' \"$?\" >&{fd}; }}\n"
             "set +o history; unset HISTFILE; umask 022\n"
         )
@@ -529,15 +529,16 @@ class LocalSession(Session):
             if self._err_off >= _REWIND_AT:
                 os.ftruncate(self._err_fd, 0)
                 self._err_off = 0
-            if len(data) <= _INLINE_MAX and command.isascii() and command.isprintable():
+            if (len(data) <= _INLINE_MAX and command.isascii() and command.isprintable()
+                    and b"return" not in data):
                 # short one-liners travel on the trigger line itself, quoted as one word
                 quoted = data.replace(b"\\", b"\\\\").replace(b"'", b"\\'")
-                return self._send(b"__tgi $'" + quoted + b"';__ts\n", limit, killable=True)
+                return self._send(b"eval $'" + quoted + b"';__ts\n", limit, killable=True)
             os.pwrite(self._cmd_fd, data, 0)
             if len(data) < self._cmd_len:
                 os.ftruncate(self._cmd_fd, len(data))
             self._cmd_len = len(data)
-            return self._send(b"__tg\n", limit, killable=True)
+            return self._send(_SOURCE_TRIGGER, limit, killable=True)
 
     def _send(self, script: bytes, timeout: float, killable: bool = False) -> ExecResult:
         """Write ``script`` to the shell, wait for its status line, read its output files.
@@ -556,14 +557,6 @@ class LocalSession(Session):
             os.write(self._ctl, script)
         except BrokenPipeError:
             dead = True
-        else:
-            # a quick command has often answered by the time the write returns
-            with contextlib.suppress(BlockingIOError):
-                status = os.read(self._status, 4096)
-                if not status:
-                    dead = True
-                else:
-                    code = self._find_status(status)
         while not dead and code is None:
             now = time.monotonic()
             wait_until = give_up if give_up is not None else deadline
