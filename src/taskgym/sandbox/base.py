@@ -50,6 +50,10 @@ class SandboxSpec(BaseModel):
     pdfplumber...), the sandbox's ``python3``. The local backend binds that installation
     read-only with taskgym's own package hidden; a container backend ignores the flag, since
     its image provides the domain's Python."""
+    image: str | None = None
+    """Container image for container backends: a tag (``taskgym/coding-terminal-v0``), or
+    the absolute path of a folder holding a Dockerfile (built on first use, cached by a
+    hash of the folder). ``None``: the backend's base image. The local backend ignores it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,179 @@
+"""Container images for the docker backend, built without an image registry.
+
+* ``taskgym/base``: a Debian root made with ``debootstrap`` from this machine's package
+  mirror (read from its apt sources at run time), pruned to what a sandbox needs (no
+  ``/home``, ``/root``, ``/var``, ``/etc/shadow``; users ``root`` and ``agent`` (uid 1000)
+  only), brought in with ``docker import``.
+* ``taskgym/<env id>``: ``envs/<env id>/Dockerfile``, built on the base with no network.
+* A task folder's own ``environment/Dockerfile`` (Harbor / Terminal-Bench): built on first
+  use and tagged ``taskgym/task:<hash of the folder>``, so a changed folder gets a new image.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from taskgym.core.paths import envs_dir
+from taskgym.errors import ConfigError, SandboxUnavailableError
+
+__all__ = [
+    "BASE_IMAGE",
+    "BASE_PACKAGES",
+    "apt_mirror",
+    "build_base",
+    "build_env_image",
+    "env_image",
+    "env_ids_with_images",
+    "folder_image",
+    "image_exists",
+]
+
+BASE_IMAGE = "taskgym/base"
+BASE_PACKAGES = ("bash", "coreutils", "procps", "python3", "python3-pytest", "git", "make",
+                 "gcc", "libc6-dev")
+"""Installed into the base root by debootstrap (build steps have no network, so every
+package the built-in envs need is here; an env's Dockerfile adds files and settings)."""
+_PRUNE = ("home", "root", "srv", "var", "opt", "mnt", "media", "boot", "etc/shadow",
+          "etc/gshadow", "etc/shadow-", "etc/gshadow-", "etc/passwd-", "etc/group-",
+          "usr/share/doc", "usr/share/man", "usr/share/info", "usr/share/locale")
+_PASSWD = "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\nagent:x:1000:1000:agent:/tmp:/bin/bash\n"
+_GROUP = "root:x:0:\nagent:x:1000:\n"
+
+
+def image_exists(client: Any, tag: str) -> bool:
+    import docker.errors
+
+    try:
+        client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return False
+    return True
+
+
+def env_image(env_id: str) -> str:
+    """The image tag of a registered env."""
+    return f"taskgym/{env_id}"
+
+
+def env_ids_with_images() -> list[str]:
+    """Env ids whose ``envs/<id>/`` folder declares a Dockerfile."""
+    return sorted(p.parent.name for p in envs_dir().glob("*/Dockerfile"))
+
+
+def apt_mirror(sources: Path = Path("/etc/apt")) -> tuple[str, str]:
+    """(mirror URL, suite) of the first Debian archive in this machine's apt sources."""
+    files = [sources / "sources.list", *sorted((sources / "sources.list.d").glob("*.list")),
+             *sorted((sources / "sources.list.d").glob("*.sources"))]
+    for path in files:
+        try:
+            text = path.read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():  # one-line format: deb [opts] URL suite components
+            match = re.match(r"\s*deb\s+(?:\[[^\]]*\]\s+)?(\S+)\s+(\S+)", line)
+            if match and "security" not in match.group(2):
+                return match.group(1), match.group(2)
+        for stanza in text.split("\n\n"):  # deb822 format
+            fields = dict(re.findall(r"^(\w[\w-]*):\s*(.*)$", stanza, re.MULTILINE))
+            uris, suites = fields.get("URIs", "").split(), fields.get("Suites", "").split()
+            if uris and suites and "security" not in suites[0]:
+                return uris[0], suites[0]
+    raise SandboxUnavailableError(
+        "no Debian mirror found in /etc/apt/sources.list(.d); the offline base image needs "
+        "one (debootstrap fetches packages from it)")
+
+
+def build_base(client: Any, force: bool = False, log: Any = print) -> str:
+    """Build ``taskgym/base`` with debootstrap and ``docker import`` (needs root)."""
+    if not force and image_exists(client, BASE_IMAGE):
+        log(f"{BASE_IMAGE}: present")
+        return BASE_IMAGE
+    debootstrap = shutil.which("debootstrap")
+    if debootstrap is None:
+        raise SandboxUnavailableError(
+            "debootstrap is not installed: `sudo apt-get install -y debootstrap`")
+    mirror, suite = apt_mirror()
+    with tempfile.TemporaryDirectory(prefix="taskgym-base-") as tmp:
+        root = Path(tmp) / "root"
+        log(f"{BASE_IMAGE}: debootstrap {suite} (this takes a few minutes)")
+        subprocess.run([debootstrap, "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
+                        suite, str(root), mirror], check=True, stdout=subprocess.DEVNULL)
+        _prune(root)
+        archive = Path(tmp) / "root.tar"
+        subprocess.run(["tar", "-C", str(root), "--numeric-owner", "-cf", str(archive), "."],
+                       check=True)
+        log(f"{BASE_IMAGE}: docker import")
+        client.api.import_image_from_file(str(archive), repository=BASE_IMAGE, tag="latest")
+    return BASE_IMAGE
+
+
+def _prune(root: Path) -> None:
+    """Remove what a sandbox must not show, and leave the two users taskgym runs as."""
+    for rel in _PRUNE:
+        path = root / rel
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+    (root / "etc" / "passwd").write_text(_PASSWD)
+    (root / "etc" / "group").write_text(_GROUP)
+    for folder in ("app", "tmp", ".taskgym"):
+        (root / folder).mkdir(exist_ok=True)
+    (root / "tmp").chmod(0o1777)
+
+
+def build_env_image(client: Any, env_id: str, log: Any = print) -> str:
+    """Build ``envs/<env_id>/Dockerfile`` on the base image (no network during the build)."""
+    folder = envs_dir() / env_id
+    if not (folder / "Dockerfile").is_file():
+        raise ConfigError(f"{folder} has no Dockerfile; envs with images: "
+                          f"{', '.join(env_ids_with_images()) or 'none'}")
+    build_base(client, log=log)
+    tag = env_image(env_id)
+    log(f"{tag}: docker build {folder}")
+    _build(client, folder, tag)
+    return tag
+
+
+def folder_image(client: Any, folder: Path) -> str:
+    """The image of a task's ``environment/`` folder, built on first use, cached by content."""
+    if not (folder / "Dockerfile").is_file():
+        raise ConfigError(f"{folder} has no Dockerfile")
+    tag = f"taskgym/task:{folder_hash(folder)}"
+    if not image_exists(client, tag):
+        _build(client, folder, tag)
+    return tag
+
+
+def folder_hash(folder: Path) -> str:
+    """A hash of every path, mode and file content under ``folder``."""
+    digest = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames.sort()
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            digest.update(str(path.relative_to(folder)).encode() + b"\0")
+            digest.update(oct(path.lstat().st_mode).encode() + b"\0")
+            digest.update(os.readlink(path).encode() if path.is_symlink() else path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _build(client: Any, folder: Path, tag: str) -> None:
+    import docker.errors
+
+    try:
+        client.images.build(path=str(folder), tag=tag, network_mode="none", rm=True,
+                            forcerm=True)
+    except docker.errors.BuildError as exc:
+        lines = "".join(str(chunk.get("stream", chunk.get("error", "")))
+                        for chunk in exc.build_log)
+        raise SandboxUnavailableError(
+            f"building {tag} from {folder} failed (builds run without network, so a "
+            f"Dockerfile may only start FROM an image present here):\n{lines[-2000:]}") from exc
