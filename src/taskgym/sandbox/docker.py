@@ -159,8 +159,7 @@ class _Container:
         stream = getattr(self, "_owner_stream", None)
         if stream is not None:
             self._owner_stream = None
-            with contextlib.suppress(OSError):
-                _raw(stream).close()
+            _close_stream(stream)
             _REMOVER.put((self.api, self.id))
 
 
@@ -176,7 +175,8 @@ class _Shell:
             stdin=True, stdout=True, stderr=True, user=f"{SANDBOX_UID}:{SANDBOX_UID}",
             workdir=container.shape.workdir, environment=[f"{k}={v}" for k, v in env.items()],
         )["Id"]
-        self.sock: socket.socket = _raw(api.exec_start(self.exec_id, socket=True))
+        self.stream = api.exec_start(self.exec_id, socket=True)
+        self.sock: socket.socket = _raw(self.stream)
         self.sock.setblocking(False)
         self.poll = select.poll()
         self.poll.register(self.sock, select.POLLIN)
@@ -230,8 +230,7 @@ class _Shell:
         return True
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.sock.close()
+        _close_stream(self.stream)
 
 
 class _Pool:
@@ -738,6 +737,13 @@ def _raw(stream: Any) -> socket.socket:
     """The socket under what the Docker SDK returns for a hijacked connection."""
     sock = getattr(stream, "_sock", stream)
     return sock if isinstance(sock, socket.socket) else stream
+
+
+def _close_stream(stream: Any) -> None:
+    """Close a hijacked connection: the file object the SDK returned and its socket."""
+    for item in (stream, _raw(stream)):
+        with contextlib.suppress(OSError):
+            item.close()
 
 
 def _children(pid: int) -> list[int]:
