@@ -23,7 +23,11 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
+import functools
+import json
 import os
+import platform
 import queue
 import select
 import socket
@@ -38,6 +42,7 @@ from typing import Any
 from taskgym.errors import ConfigError, SandboxError, SandboxUnavailableError
 from taskgym.sandbox import _fs
 from taskgym.sandbox._reaper import owner_alive, session_name
+from taskgym.sandbox._seccomp import DENIED_SYSCALLS
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec, Session
 from taskgym.sandbox.docker_images import BASE_IMAGE, folder_image, image_exists
 from taskgym.sandbox.local import _sandbox_processes, _start_tick, _text, _ticks_at
@@ -97,7 +102,8 @@ class _Container:
             tmpfs[path] = f"size={size * mb},mode=0755,exec"
         memory = shape.memory_mb * mb
         host_config = api.create_host_config(
-            network_mode="none", cap_drop=["ALL"], security_opt=["no-new-privileges"],
+            network_mode="none", cap_drop=["ALL"],
+            security_opt=["no-new-privileges", f"seccomp={seccomp_profile()}"],
             pids_limit=shape.pids, mem_limit=memory, memswap_limit=memory, read_only=True,
             tmpfs=tmpfs, init=True, auto_remove=True, privileged=False)
         config = api.create_container_config(
@@ -627,6 +633,26 @@ class DockerSession(Session):
             if pid != self._shell.pid and start >= since_tick:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, 9)
+
+
+@functools.cache
+def seccomp_profile() -> str:
+    """The local backend's seccomp filter as a Docker profile (JSON).
+
+    Everything is allowed but the deny list of :mod:`taskgym.sandbox._seccomp` (EPERM),
+    ``clone3`` (ENOSYS, so libc falls back to ``clone``) and the TIOCSTI / TIOCLINUX
+    ioctls; only the native architecture is listed, so a call of another ABI kills.
+    """
+    arch = {"x86_64": "SCMP_ARCH_X86_64", "aarch64": "SCMP_ARCH_AARCH64"}[platform.machine()]
+    rules: list[dict[str, Any]] = [
+        {"names": sorted(DENIED_SYSCALLS), "action": "SCMP_ACT_ERRNO", "errnoRet": errno.EPERM},
+        {"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": errno.ENOSYS},
+    ]
+    for request in (0x5412, 0x541C):  # TIOCSTI, TIOCLINUX
+        rules.append({"names": ["ioctl"], "action": "SCMP_ACT_ERRNO", "errnoRet": errno.EPERM,
+                      "args": [{"index": 1, "value": request, "op": "SCMP_CMP_EQ"}]})
+    return json.dumps({"defaultAction": "SCMP_ACT_ALLOW", "architectures": [arch],
+                       "syscalls": rules})
 
 
 # -- cleanup ------------------------------------------------------------------------------
