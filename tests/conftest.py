@@ -74,6 +74,14 @@ def docker_backend() -> Iterator[Backend]:
     backend.close()
 
 
+@pytest.fixture(scope="module", params=[pytest.param("local", marks=pytest.mark.sandbox),
+                                        pytest.param("docker", marks=pytest.mark.docker)])
+def backend(request: pytest.FixtureRequest) -> Backend:
+    """Each sandbox backend in turn (tests that every backend must pass take this)."""
+    found: Backend = request.getfixturevalue(f"{request.param}_backend")
+    return found
+
+
 def write_answer_task(folder: Path, solve: str = "echo 42 > /app/answer.txt\n",
                       max_steps: int = 8) -> Path:
     """A small task folder whose single hidden test wants 42 in /app/answer.txt."""

@@ -30,6 +30,7 @@ import os
 import platform
 import queue
 import select
+import shutil
 import socket
 import threading
 import time
@@ -124,6 +125,9 @@ class _Container:
             self.pidns = os.readlink(f"/proc/{self.pid}/ns/pid").removeprefix("pid:[")[:-1]
             self.root = f"/proc/{self.pid}/root"
             self.cgroups = _cgroup_dirs(self.pid)
+            for pid in (self.pid, *_children(self.pid)):  # the OOM killer takes the shell first
+                with contextlib.suppress(OSError):
+                    Path(f"/proc/{pid}/oom_score_adj").write_text("-1000")
         except BaseException:
             self.close()
             raise
@@ -147,6 +151,25 @@ class _Container:
         deadline = time.monotonic() + 5
         while self.processes() and time.monotonic() < deadline:
             time.sleep(0.002)
+
+    def clear_scratch(self) -> None:
+        """Empty /tmp and /dev/shm, which a fresh local sandbox would also have empty."""
+        for folder in ("/tmp", "/dev/shm"):
+            try:
+                fd = os.open(self.root + folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                for name in os.listdir(fd):
+                    try:
+                        shutil.rmtree(name, dir_fd=fd)
+                    except NotADirectoryError:
+                        os.unlink(name, dir_fd=fd)
+                    except OSError:  # a link: rmtree never follows one
+                        with contextlib.suppress(OSError):
+                            os.unlink(name, dir_fd=fd)
+            finally:
+                os.close(fd)
 
     def usage(self) -> ResourceUsage:
         usage = ResourceUsage()
@@ -318,6 +341,12 @@ class DockerBackend(Backend):
         self.pool = _Pool(self, pool_size)
         reap_containers(self.api)
         _BACKENDS.add(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> DockerBackend:
+        return self  # a handle on the engine, shared (gymnasium copies make() arguments)
+
+    def __reduce__(self) -> tuple[type[DockerBackend], tuple[int]]:
+        return DockerBackend, (self.pool.size,)  # another process gets its own engine client
 
     @classmethod
     def check(cls) -> str | None:
@@ -499,6 +528,7 @@ class DockerSession(Session):
     def _restart(self) -> None:
         """Replace a dead or hung shell; the workspace stays, processes do not."""
         self._stop()
+        self._container.clear_scratch()
         self._shell = _Shell(self._container, dict(_SHELL_ENV))
         self._shell_open = self._shell
         self._bootstrap()
