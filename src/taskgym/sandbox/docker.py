@@ -200,7 +200,7 @@ class _Shell:
         self.container = container
         self.exec_id = api.exec_create(
             container.id, ["/bin/bash", "--norc", "--noprofile", "-c",
-                           f"exec 3<&0 </dev/null; exec /bin/bash --norc --noprofile /dev/fd/3"],
+                           "exec 3<&0 </dev/null; exec /bin/bash --norc --noprofile /dev/fd/3"],
             stdin=True, stdout=True, stderr=True, user=f"{SANDBOX_UID}:{SANDBOX_UID}",
             workdir=container.shape.workdir, environment=[f"{k}={v}" for k, v in env.items()],
         )["Id"]
@@ -394,9 +394,34 @@ class DockerBackend(Backend):
             raise
 
     def start(self, spec: SandboxSpec, seed: Path | None = None) -> DockerSession:
+        if spec.ro_binds:
+            return self._fresh(spec, seed)
         shape = self.shape(spec)
         item = self.pool.take(shape) or self.prepare(shape)
         return DockerSession(self, spec, item, seed)
+
+    def _fresh(self, spec: SandboxSpec, seed: Path | None) -> DockerSession:
+        """A session in a new container (never from the pool) with ``ro_binds`` copied into
+        root-owned folders the sandbox user can read but not change."""
+        hidden = []
+        for host_path, inside in spec.ro_binds.items():
+            if not Path(host_path).is_dir():
+                raise ConfigError(f"read-only folder {host_path} does not exist (the docker "
+                                  "backend copies folders, not single files)")
+            hidden.append((inside, max(16, 2 * _tree_size(Path(host_path)) // (1 << 20) + 1)))
+        container, shell = self.prepare(self.shape(spec, tuple(hidden)))
+        try:
+            for host_path, inside in spec.ro_binds.items():
+                fd = os.open(container.root + inside, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                try:
+                    _fs.copy_in(Path(host_path), fd)
+                finally:
+                    os.close(fd)
+        except BaseException:
+            shell.close()
+            container.close()
+            raise
+        return DockerSession(self, spec, (container, shell), seed)
 
     def run(
         self,
@@ -406,26 +431,14 @@ class DockerBackend(Backend):
         timeout: float | None = None,
         pass_fds: Sequence[int] = (),
     ) -> tuple[ExecResult, ResourceUsage]:
-        """A fresh container (never from the pool) with ``ro_binds`` copied into root-owned
-        folders. ``pass_fds`` are relayed: an fd open for reading is copied into a file the
-        command opens under the same number (then deleted), one open for writing becomes a
-        FIFO drained into the host fd while the command runs."""
-        hidden = []
-        for host_path, inside in spec.ro_binds.items():
-            if not Path(host_path).is_dir():
-                raise ConfigError(f"read-only folder {host_path} does not exist (the docker "
-                                  "backend copies folders, not single files)")
-            hidden.append((inside, max(16, 2 * _tree_size(Path(host_path)) // (1 << 20) + 1)))
-        container, shell = self.prepare(self.shape(spec, tuple(hidden)))
-        session = DockerSession(self, spec, (container, shell), seed)
+        """A fresh container, as :meth:`start` makes for ``ro_binds``. ``pass_fds`` are relayed:
+        an fd open for reading is copied into a file the command opens under the same number
+        (then deleted), one open for writing becomes a FIFO drained into the host fd while
+        the command runs."""
+        session = self._fresh(spec, seed)
+        container = session._container
         relays: list[_FifoRelay] = []
         try:
-            for host_path, inside in spec.ro_binds.items():
-                fd = os.open(container.root + inside, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-                try:
-                    _fs.copy_in(Path(host_path), fd)
-                finally:
-                    os.close(fd)
             opens = []
             control = container.root + CONTROL_DIR
             for number in pass_fds:
