@@ -18,6 +18,8 @@ class Check:
     ok: bool
     detail: str
     fix: str = ""
+    optional: bool = False
+    """Not needed by the default setup (the docker backend): reported, not a failure."""
 
 
 def _cgroups() -> Check:
@@ -47,6 +49,30 @@ def _sandbox_tool(name: str, argv: list[str], package: str) -> Check:
     return Check(name, True, (proc.stdout or proc.stderr).strip().splitlines()[0][:80])
 
 
+def _docker_checks() -> list[Check]:
+    """Engine reachable, and which images exist (the docker backend is optional)."""
+    from taskgym.sandbox.docker import DockerBackend
+
+    problem = DockerBackend.check()
+    if problem is not None:
+        return [Check("sandbox: docker", False, problem.split(". ")[0],
+                      "sudo scripts/docker_setup.sh (installs docker.io and debootstrap, starts "
+                      "dockerd, builds the images)", optional=True)]
+    import docker
+
+    from taskgym.sandbox.docker_images import BASE_IMAGE, env_ids_with_images, env_image
+
+    client = docker.from_env()
+    version = client.version().get("Version", "?")
+    checks = [Check("sandbox: docker", True, f"engine {version} reachable", optional=True)]
+    have = {tag for image in client.images.list() for tag in image.tags}
+    for tag, env_id in [(BASE_IMAGE, ""), *((env_image(e), e) for e in env_ids_with_images())]:
+        present = f"{tag}:latest" in have
+        checks.append(Check(f"docker image: {tag}", present, "built" if present else "missing",
+                            f"taskgym images build {env_id}".rstrip(), optional=True))
+    return checks
+
+
 def run_checks() -> list[Check]:
     """Every check, in the order ``taskgym doctor`` prints them."""
     from taskgym.sandbox.local import LocalBackend
@@ -65,4 +91,5 @@ def run_checks() -> list[Check]:
                                 ["/usr/bin/python3", "-c", pytest_probe], "python3 python3-pytest"))
     for tool, package in (("git", "git"), ("make", "make"), ("gcc", "gcc libc6-dev")):
         checks.append(_sandbox_tool(f"coding: {tool}", [tool, "--version"], package))
+    checks.extend(_docker_checks())
     return checks

@@ -135,7 +135,8 @@ def build_env_image(client: Any, env_id: str, log: Any = print) -> str:
     if not (folder / "Dockerfile").is_file():
         raise ConfigError(f"{folder} has no Dockerfile; envs with images: "
                           f"{', '.join(env_ids_with_images()) or 'none'}")
-    build_base(client, log=log)
+    if not image_exists(client, BASE_IMAGE):
+        build_base(client, log=log)
     tag = env_image(env_id)
     log(f"{tag}: docker build {folder}")
     _build(client, folder, tag)
