@@ -71,7 +71,7 @@ def timed(fn: Any) -> float:
 
 
 def bench_steps(rounds: int, exec_every: int) -> list[Row]:
-    env = taskgym.make(ENV_ID, sandbox="docker")
+    env = taskgym.make(ENV_ID, sandbox="docker", max_steps=10 * rounds)
     env.reset(options={"task_id": TASK_ID})
     session = env.unwrapped.session
     assert isinstance(session, DockerSession)
@@ -91,8 +91,9 @@ def bench_steps(rounds: int, exec_every: int) -> list[Row]:
 
     times: dict[str, list[float]] = {"env.step": [], "floor": [], "sdk exec": [], "cli exec": []}
     for _ in range(50):  # warm up
-        env.step(ACTION)
+        obs, *_ = env.step(ACTION)
         floor.step()
+    assert obs["text"].startswith("hi"), obs["text"][:200]
     for index in range(rounds):
         times["env.step"].append(timed(lambda: env.step(ACTION)))
         times["floor"].append(timed(floor.step))

@@ -824,17 +824,18 @@ def _children(pid: int) -> list[int]:
 
 def _cgroup_dirs(pid: int) -> tuple[Path, Path]:
     """The memory and CPU accounting folders of the cgroup(s) of ``pid`` (v1 or v2)."""
+    root = Path("/sys/fs/cgroup")
     memory = cpu = Path("/nonexistent")
     with contextlib.suppress(OSError):
         for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
             _num, controllers, path = line.split(":", 2)
             names = controllers.split(",")
-            if controllers == "":
-                memory = cpu = Path("/sys/fs/cgroup" + path)
+            if controllers == "" and (root / "cgroup.controllers").exists():  # pure v2
+                memory = cpu = root / path.lstrip("/")
             elif "memory" in names:
-                memory = Path(f"/sys/fs/cgroup/memory{path}")
+                memory = root / "memory" / path.lstrip("/")
             elif "cpuacct" in names:
-                cpu = Path(f"/sys/fs/cgroup/{controllers}{path}")
+                cpu = root / controllers / path.lstrip("/")
     return memory, cpu
 
 
