@@ -90,6 +90,19 @@ def test_fork_bomb_is_contained(docker_backend: DockerBackend) -> None:
             assert other.exec("echo fine").stdout == "fine\n"
 
 
+def test_stop_kills_orphans_adopted_by_init(docker_backend: DockerBackend,
+                                            tmp_path: Path) -> None:
+    with docker_backend.start(SandboxSpec()) as box:
+        assert isinstance(box, DockerSession)
+        box.exec("echo kept > f; (sleep 888 &); (setsid sleep 889 &); "
+                 "(nohup sleep 890 >/dev/null 2>&1 &)")
+        assert len(box._container.processes()) >= 4  # the shell and three orphans
+        box.stop()
+        assert not box.alive and not box._container.processes()
+        box.export_workspace(tmp_path / "out")
+        assert (tmp_path / "out" / "f").read_text() == "kept\n"
+
+
 _HOLDER = """
 import sys, time
 from taskgym.sandbox import SandboxSpec

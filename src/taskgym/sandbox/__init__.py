@@ -16,5 +16,5 @@ def get_backend(name: str) -> Backend:
     if name == "docker":
         from taskgym.sandbox.docker import DockerBackend
 
-        return DockerBackend()
+        return DockerBackend.shared()
     raise ConfigError(f"unknown sandbox backend {name!r}; available: 'local', 'docker'")

@@ -35,6 +35,7 @@ import socket
 import threading
 import time
 import weakref
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +56,7 @@ CONTROL_DIR = "/.taskgym"
 LABEL = "taskgym"
 OWNER_LABEL = "taskgym.owner"
 _CONTROL_MB = 4
+_POOLED_SHAPES = 4
 _INLINE_MAX = 64
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _SHELL_ENV = {"PATH": _PATH, "HOME": "/tmp", "USER": "agent", "LOGNAME": "agent",
@@ -125,7 +127,15 @@ class _Container:
             self.pidns = os.readlink(f"/proc/{self.pid}/ns/pid").removeprefix("pid:[")[:-1]
             self.root = f"/proc/{self.pid}/root"
             self.cgroups = _cgroup_dirs(self.pid)
-            for pid in (self.pid, *_children(self.pid)):  # the OOM killer takes the shell first
+            deadline = time.monotonic() + 5
+            while not (main := _children(self.pid)) and time.monotonic() < deadline:
+                time.sleep(0.001)  # docker-init forks the main process right after start
+            if not main:
+                raise SandboxError(f"container {self.id[:12]} started without its main process")
+            # init and main, which stop() and timeouts spare; the agent's orphans are adopted
+            # by init too, so these are told apart by the pids recorded now, not by parentage
+            self.keep = {self.pid, *main}
+            for pid in self.keep:  # the OOM killer takes the agent's processes, not these
                 with contextlib.suppress(OSError):
                     Path(f"/proc/{pid}/oom_score_adj").write_text("-1000")
         except BaseException:
@@ -134,8 +144,8 @@ class _Container:
 
     def processes(self) -> list[tuple[int, int]]:
         """(host pid, start tick) of every process of the container but its init and main."""
-        keep = {self.pid, *_children(self.pid)}
-        return [(pid, start) for pid, start in _sandbox_processes(self.pidns) if pid not in keep]
+        return [(pid, start) for pid, start in _sandbox_processes(self.pidns)
+                if pid not in self.keep]
 
     def kill_all(self) -> None:
         """SIGKILL every process but init and main, frozen first so none can fork away."""
@@ -263,21 +273,31 @@ class _Shell:
 
 
 class _Pool:
-    """Started containers with their shell open, per shape; refilled in the background."""
+    """Started containers with their shell open, per shape; refilled in the background.
+
+    Up to ``size`` containers for each of the :data:`_POOLED_SHAPES` most recently started
+    shapes (a task set whose tasks differ in limits has several); an older shape's
+    containers are closed when a new one comes in.
+    """
 
     def __init__(self, backend: DockerBackend, size: int) -> None:
         self.backend = backend
         self.size = size
-        self.ready: dict[_Shape, list[tuple[_Container, _Shell]]] = {}
+        self.ready: OrderedDict[_Shape, list[tuple[_Container, _Shell]]] = OrderedDict()
         self.lock = threading.Lock()
         self.wanted: queue.Queue[_Shape | None] = queue.Queue()
         self.worker: threading.Thread | None = None
         self.closed = False
 
     def take(self, shape: _Shape) -> tuple[_Container, _Shell] | None:
+        evicted: list[tuple[_Container, _Shell]] = []
         with self.lock:
-            items = self.ready.get(shape, [])
+            items = self.ready.setdefault(shape, [])
+            self.ready.move_to_end(shape)
             item = items.pop() if items else None
+            while len(self.ready) > _POOLED_SHAPES:
+                evicted += self.ready.popitem(last=False)[1]
+        _close_items(evicted)
         if self.size > 0 and not self.closed:
             self.wanted.put(shape)
             if self.worker is None:
@@ -290,18 +310,19 @@ class _Pool:
         while (shape := self.wanted.get()) is not None:
             while not self.closed:
                 with self.lock:
-                    if len(self.ready.get(shape, [])) >= self.size:
-                        break
+                    if shape not in self.ready or len(self.ready[shape]) >= self.size:
+                        break  # evicted meanwhile, or full
                 try:
                     item = self.backend.prepare(shape)
                 except Exception:
                     break
                 with self.lock:
-                    if self.closed:
-                        item[1].close()
-                        item[0].close()
-                        break
-                    self.ready.setdefault(shape, []).append(item)
+                    keep = not self.closed and shape in self.ready
+                    if keep:
+                        self.ready[shape].append(item)
+                if not keep:
+                    _close_items([item])
+                    break
 
     def drain(self) -> None:
         self.closed = True
@@ -309,11 +330,15 @@ class _Pool:
         with self.lock:
             items = [item for items in self.ready.values() for item in items]
             self.ready.clear()
-        for container, shell in items:
-            shell.close()
-            container.close()
+        _close_items(items)
         if self.worker is not None:
             self.worker.join(timeout=30)
+
+
+def _close_items(items: list[tuple[_Container, _Shell]]) -> None:
+    for container, shell in items:
+        shell.close()
+        container.close()
 
 
 class DockerBackend(Backend):
@@ -341,6 +366,16 @@ class DockerBackend(Backend):
         self.pool = _Pool(self, pool_size)
         reap_containers(self.api)
         _BACKENDS.add(self)
+
+    @classmethod
+    def shared(cls) -> DockerBackend:
+        """The process's default backend (what ``sandbox="docker"`` gives every env), so all
+        envs of a process share one engine client and one warm pool."""
+        global _SHARED
+        with _SHARED_LOCK:
+            if _SHARED is None:
+                _SHARED = cls()
+            return _SHARED
 
     def __deepcopy__(self, memo: dict[int, Any]) -> DockerBackend:
         return self  # a handle on the engine, shared (gymnasium copies make() arguments)
@@ -397,8 +432,13 @@ class DockerBackend(Backend):
         if spec.ro_binds:
             return self._fresh(spec, seed)
         shape = self.shape(spec)
-        item = self.pool.take(shape) or self.prepare(shape)
-        return DockerSession(self, spec, item, seed)
+        item = self.pool.take(shape)
+        if item is not None:
+            try:
+                return DockerSession(self, spec, item, seed)
+            except (SandboxError, OSError):
+                pass  # the pooled container died while waiting: start a new one
+        return DockerSession(self, spec, self.prepare(shape), seed)
 
     def _fresh(self, spec: SandboxSpec, seed: Path | None) -> DockerSession:
         """A session in a new container (never from the pool) with ``ro_binds`` copied into
@@ -711,6 +751,8 @@ def reap_containers(api: Any) -> list[str]:
     return removed
 
 
+_SHARED: DockerBackend | None = None
+_SHARED_LOCK = threading.Lock()
 _REMOVER: queue.Queue[tuple[Any, str]] = queue.Queue()
 
 
