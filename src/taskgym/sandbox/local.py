@@ -36,6 +36,7 @@ from taskgym.core.paths import envs_dir
 from taskgym.errors import ConfigError, SandboxError, SandboxUnavailableError
 from taskgym.sandbox import _fs
 from taskgym.sandbox._cgroups import CgroupLimits, rlimit_fallback
+from taskgym.sandbox._commands import CONTROL_MB, CommandFile
 from taskgym.sandbox._reaper import proc_stat, reap_once, runtime_root, session_name
 from taskgym.sandbox._seccomp import seccomp_program
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec, Session
@@ -45,9 +46,6 @@ __all__ = ["LocalBackend", "LocalSession"]
 SANDBOX_UID = 1000
 CONTROL_DIR = "/.taskgym"
 """Where the host drops each command for the shell to source (a small tmpfs)."""
-_CONTROL_MB = 4
-_INLINE_MAX = 64
-"""Commands up to this many bytes of printable ASCII skip the command file."""
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 _INSTALL_HINT = (
     "bubblewrap is not installed. Install it with `sudo apt-get install bubblewrap` "
@@ -178,7 +176,7 @@ class LocalBackend(Backend):
                  "--remount-ro", "/dev",
                  "--size", str(spec.tmp_mb << 20), "--tmpfs", "/tmp",
                  "--size", str(spec.disk_mb << 20), "--tmpfs", spec.workdir,
-                 "--size", str(_CONTROL_MB << 20), "--tmpfs", CONTROL_DIR]
+                 "--size", str(CONTROL_MB << 20), "--tmpfs", CONTROL_DIR]
         for path in spec.writable_dirs:
             args += ["--size", str(spec.tmp_mb << 20), "--tmpfs", path]
         for host_path, inside in spec.ro_binds.items():
@@ -355,7 +353,7 @@ class LocalSession(Session):
         self._usage = ResourceUsage()
         self._root_fd = -1
         self._cmd_fd = -1
-        self._cmd_len = 0
+        self._commands = CommandFile(-1)
         self._ctl = -1
         self._proc: _Launched | None = None
         self._boot(seed_dir=seed, seed_fd=None)
@@ -401,7 +399,7 @@ class LocalSession(Session):
                     os.close(self._cmd_fd)
                 self._cmd_fd = os.open("cmd", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644,
                                        dir_fd=control)
-                self._cmd_len = 0
+                self._commands = CommandFile(self._cmd_fd)
             finally:
                 os.close(control)
             self._root_fd = os.open(proc_root + self.spec.workdir,
@@ -489,25 +487,11 @@ class LocalSession(Session):
 
     # -- commands ---------------------------------------------------------------------
     def exec(self, command: str, timeout: float | None = None) -> ExecResult:
-        if "\x00" in command:
-            raise ConfigError("the command contains a NUL character, which a shell cannot take")
-        data = command.encode("utf-8", "surrogateescape")
-        if len(data) > (_CONTROL_MB << 20) // 2:
-            raise ConfigError(f"the command is {len(data)} bytes; the limit is "
-                              f"{(_CONTROL_MB << 20) // 2} (write long content with a file tool)")
         limit = timeout if timeout is not None else self.spec.command_timeout_sec
         with self._lock:
             if self._proc is None:
                 raise SandboxError("the session is stopped")
-            if len(data) <= _INLINE_MAX and command.isascii() and command.isprintable():
-                # short one-liners travel on the trigger line itself, quoted as one word
-                quoted = data.replace(b"\\", b"\\\\").replace(b"'", b"\\'")
-                return self._send(b"__tgi $'" + quoted + b"'\n", limit, killable=True)
-            os.pwrite(self._cmd_fd, data, 0)
-            if len(data) < self._cmd_len:
-                os.ftruncate(self._cmd_fd, len(data))
-            self._cmd_len = len(data)
-            return self._send(b"__tg\n", limit, killable=True)
+            return self._send(self._commands.trigger(command), limit, killable=True)
 
     def _send(self, script: bytes, timeout: float, killable: bool = False) -> ExecResult:
         """Write ``script`` to the shell and collect output up to the exit-status marker.
