@@ -43,6 +43,7 @@ from typing import Any
 
 from taskgym.errors import ConfigError, SandboxError, SandboxUnavailableError
 from taskgym.sandbox import _fs
+from taskgym.sandbox._commands import CONTROL_MB, CommandFile
 from taskgym.sandbox._reaper import owner_alive, session_name
 from taskgym.sandbox._seccomp import DENIED_SYSCALLS
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec, Session
@@ -55,9 +56,7 @@ SANDBOX_UID = 1000
 CONTROL_DIR = "/.taskgym"
 LABEL = "taskgym"
 OWNER_LABEL = "taskgym.owner"
-_CONTROL_MB = 4
 _POOLED_SHAPES = 4
-_INLINE_MAX = 64
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _SHELL_ENV = {"PATH": _PATH, "HOME": "/tmp", "USER": "agent", "LOGNAME": "agent",
               "SHELL": "/bin/bash", "LANG": "C.UTF-8", "TERM": "dumb"}
@@ -97,7 +96,7 @@ class _Container:
             shape.workdir: f"size={shape.disk_mb * mb},uid={SANDBOX_UID},gid={SANDBOX_UID},"
                            "mode=0755,exec",
             "/tmp": f"size={shape.tmp_mb * mb},mode=1777,exec",
-            CONTROL_DIR: f"size={_CONTROL_MB * mb},uid={SANDBOX_UID},gid={SANDBOX_UID},mode=0700",
+            CONTROL_DIR: f"size={CONTROL_MB * mb},uid={SANDBOX_UID},gid={SANDBOX_UID},mode=0700",
         }
         for path in shape.writable_dirs:
             tmpfs[path] = f"size={shape.tmp_mb * mb},uid={SANDBOX_UID},gid={SANDBOX_UID},mode=0755"
@@ -525,7 +524,7 @@ class DockerSession(Session):
         self._marker = b"\n" + self._tag
         self._root_fd = -1
         self._cmd_fd = -1
-        self._cmd_len = 0
+        self._commands = CommandFile(-1)
         self._usage = ResourceUsage()
         try:
             self._root_fd = os.open(self._container.root + spec.workdir,
@@ -535,6 +534,7 @@ class DockerSession(Session):
             try:
                 self._cmd_fd = os.open("cmd", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644,
                                        dir_fd=control)
+                self._commands = CommandFile(self._cmd_fd)
             finally:
                 os.close(control)
             if seed is not None:
@@ -627,24 +627,11 @@ class DockerSession(Session):
 
     # -- commands ---------------------------------------------------------------------
     def exec(self, command: str, timeout: float | None = None) -> ExecResult:
-        if "\x00" in command:
-            raise ConfigError("the command contains a NUL character, which a shell cannot take")
-        data = command.encode("utf-8", "surrogateescape")
-        if len(data) > (_CONTROL_MB << 20) // 2:
-            raise ConfigError(f"the command is {len(data)} bytes; the limit is "
-                              f"{(_CONTROL_MB << 20) // 2} (write long content with a file tool)")
         limit = timeout if timeout is not None else self.spec.command_timeout_sec
         with self._lock:
             if self._shell_open is None:
                 raise SandboxError("the session is stopped")
-            if len(data) <= _INLINE_MAX and command.isascii() and command.isprintable():
-                quoted = data.replace(b"\\", b"\\\\").replace(b"'", b"\\'")
-                return self._send(b"__tgi $'" + quoted + b"'\n", limit, killable=True)
-            os.pwrite(self._cmd_fd, data, 0)
-            if len(data) < self._cmd_len:
-                os.ftruncate(self._cmd_fd, len(data))
-            self._cmd_len = len(data)
-            return self._send(b"__tg\n", limit, killable=True)
+            return self._send(self._commands.trigger(command), limit, killable=True)
 
     def _send(self, script: bytes, timeout: float, killable: bool = False) -> ExecResult:
         """Write ``script`` and collect output up to the markers on stdout and stderr."""
