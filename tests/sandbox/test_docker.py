@@ -178,3 +178,15 @@ def test_a_task_dockerfile_builds_once_per_content(docker_backend: DockerBackend
         changed.close()
         for tag in {first, changed.image(spec)}:
             docker_backend.client.images.remove(tag, force=True)
+
+
+def test_images_build_and_doctor_report_the_images(capsys: pytest.CaptureFixture[str]) -> None:
+    from taskgym.cli.main import main
+
+    assert main(["images", "build", "coding-terminal-v0"]) == 0  # present: a cached rebuild
+    capsys.readouterr()
+    assert main(["doctor"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    for name in ("sandbox: docker", "docker image: taskgym/base",
+                 "docker image: taskgym/coding-terminal-v0"):
+        assert any(line.startswith("ok ") and name in line for line in lines), (name, lines)

@@ -17,8 +17,10 @@ from taskgym.evaluation import run_episode
 
 pytestmark = pytest.mark.docker
 
+# every third curated task but the perf-* ones, whose timed tests take minutes of CPU each on
+# a busy 2-CPU machine (the local backend's suite runs every curated task)
 CURATED = sorted(p.name for p in (envs_dir() / "coding-terminal-v0" / "tasks").iterdir()
-                 if (p / "instruction.md").is_file())[::3][:12]
+                 if (p / "instruction.md").is_file() and not p.name.startswith("perf-"))[::3][:12]
 
 
 @pytest.fixture(scope="module")
