@@ -198,7 +198,7 @@ class _Container:
         if stream is not None:
             self._owner_stream = None
             _close_stream(stream)
-            _REMOVER.put((self.api, self.id))
+            _remove_later(self.api, self.id)
 
 
 class _Shell:
@@ -741,18 +741,26 @@ def reap_containers(api: Any) -> list[str]:
 _SHARED: DockerBackend | None = None
 _SHARED_LOCK = threading.Lock()
 _REMOVER: queue.Queue[tuple[Any, str]] = queue.Queue()
+_remover_started = False
+
+
+def _remove_later(api: Any, container_id: str) -> None:
+    """Force-remove a closed container off the caller's path (it is already ending)."""
+    global _remover_started
+    with _SHARED_LOCK:
+        if not _remover_started:
+            _remover_started = True
+            threading.Thread(target=_remove_loop, daemon=True,
+                             name="taskgym-docker-remover").start()
+    _REMOVER.put((api, container_id))
 
 
 def _remove_loop() -> None:
-    """Force-remove closed containers off the caller's path (they are already ending)."""
     while True:
         api, container_id = _REMOVER.get()
         with contextlib.suppress(Exception):
             api.remove_container(container_id, force=True)
         _REMOVER.task_done()
-
-
-threading.Thread(target=_remove_loop, daemon=True, name="taskgym-docker-remover").start()
 _LIVE: weakref.WeakSet[DockerSession] = weakref.WeakSet()
 _BACKENDS: weakref.WeakSet[DockerBackend] = weakref.WeakSet()
 
