@@ -60,13 +60,20 @@ def _docker_checks() -> list[Check]:
                       "dockerd, builds the images)", optional=True)]
     import docker
 
-    from taskgym.sandbox.docker_images import BASE_IMAGE, env_ids_with_images, env_image
+    from taskgym.sandbox.docker_images import (
+        BASE_IMAGE,
+        HOST_PYTHON_IMAGE,
+        env_ids_with_images,
+        env_image,
+    )
 
     client = docker.from_env()
     version = client.version().get("Version", "?")
     checks = [Check("sandbox: docker", True, f"engine {version} reachable", optional=True)]
     have = {tag for image in client.images.list() for tag in image.tags}
-    for tag, env_id in [(BASE_IMAGE, ""), *((env_image(e), e) for e in env_ids_with_images())]:
+    wanted = [(BASE_IMAGE, ""), *((env_image(e), e) for e in env_ids_with_images()),
+              (HOST_PYTHON_IMAGE, "host-python")]
+    for tag, env_id in wanted:
         present = f"{tag}:latest" in have
         checks.append(Check(f"docker image: {tag}", present, "built" if present else "missing",
                             f"taskgym images build {env_id}".rstrip(), optional=True))

@@ -190,3 +190,15 @@ def test_images_build_and_doctor_report_the_images(capsys: pytest.CaptureFixture
     for name in ("sandbox: docker", "docker image: taskgym/base",
                  "docker image: taskgym/coding-terminal-v0"):
         assert any(line.startswith("ok ") and name in line for line in lines), (name, lines)
+
+
+def test_host_python_image_has_the_packages_but_not_taskgym(docker_backend: DockerBackend) -> None:
+    from taskgym.sandbox.docker_images import HOST_PYTHON_IMAGE, build_host_python, image_exists
+
+    if not image_exists(docker_backend.client, HOST_PYTHON_IMAGE):
+        build_host_python(docker_backend.client)
+    with docker_backend.start(SandboxSpec(host_python=True)) as box:
+        out = box.exec("python3 -c 'import sys, pydantic; print(sys.executable)'; "
+                       "python3 -c 'import taskgym' 2>&1 | tail -1").stdout
+    assert out.splitlines()[0] == sys.executable, out
+    assert "No module named 'taskgym'" in out, out

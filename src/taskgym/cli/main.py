@@ -118,13 +118,21 @@ def cmd_images_build(args: argparse.Namespace) -> int:
 
     from taskgym.errors import SandboxUnavailableError
     from taskgym.sandbox.docker import DockerBackend
-    from taskgym.sandbox.docker_images import build_base, build_env_image, env_ids_with_images
+    from taskgym.sandbox.docker_images import (
+        build_base,
+        build_env_image,
+        build_host_python,
+        env_ids_with_images,
+    )
 
     problem = DockerBackend.check()
     if problem is not None:
         raise SandboxUnavailableError(problem)
     client = docker.from_env(timeout=600)
     build_base(client, force=args.rebuild_base)
+    if args.env_id == "host-python":
+        build_host_python(client)
+        return 0
     for env_id in [args.env_id] if args.env_id else env_ids_with_images():
         build_env_image(client, env_id)
     return 0
@@ -198,7 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
     build = images_sub.add_parser(
         "build", help="build taskgym/base offline (debootstrap + docker import), then the "
                       "image of one env or of every env with an envs/<id>/Dockerfile")
-    build.add_argument("env_id", nargs="?")
+    build.add_argument("env_id", nargs="?", help="an env id, or host-python: the image for "
+                       "envs that use taskgym's own Python and its packages (large)")
     build.add_argument("--rebuild-base", action="store_true",
                        help="run debootstrap again even if taskgym/base exists")
     build.set_defaults(func=cmd_images_build)

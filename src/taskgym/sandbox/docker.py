@@ -1,7 +1,7 @@
 """The container backend: hardened Docker containers around a persistent shell.
 
 Each session is one long-lived container: no network, every capability dropped,
-no-new-privileges, the engine's default seccomp profile, a pids limit, a memory limit with
+no-new-privileges, the local backend's seccomp deny list, a pids limit, a memory limit with
 no extra swap, a read-only root with size-capped tmpfs for the workspace, ``/tmp`` and the
 control folder, ``docker-init`` as pid 1, uid 1000; never privileged, no host path mounted.
 
@@ -32,6 +32,7 @@ import queue
 import select
 import shutil
 import socket
+import sys
 import threading
 import time
 import weakref
@@ -47,7 +48,12 @@ from taskgym.sandbox._commands import CONTROL_MB, CommandFile
 from taskgym.sandbox._reaper import owner_alive, session_name
 from taskgym.sandbox._seccomp import DENIED_SYSCALLS
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec, Session
-from taskgym.sandbox.docker_images import BASE_IMAGE, folder_image, image_exists
+from taskgym.sandbox.docker_images import (
+    BASE_IMAGE,
+    HOST_PYTHON_IMAGE,
+    folder_image,
+    image_exists,
+)
 from taskgym.sandbox.local import _sandbox_processes, _start_tick, _text, _ticks_at
 
 __all__ = ["DockerBackend", "DockerSession"]
@@ -399,8 +405,9 @@ class DockerBackend(Backend):
         return None
 
     def image(self, spec: SandboxSpec) -> str:
-        """The image tag for ``spec`` (a folder with a Dockerfile is built on first use)."""
-        wanted = spec.image or BASE_IMAGE
+        """The image tag for ``spec`` (a folder with a Dockerfile is built on first use;
+        without an image, ``host_python`` asks for the image holding taskgym's Python)."""
+        wanted = spec.image or (HOST_PYTHON_IMAGE if spec.host_python else BASE_IMAGE)
         if wanted not in self._images:
             if wanted.startswith("/"):
                 self._images[wanted] = folder_image(self.client, Path(wanted))
@@ -548,7 +555,10 @@ class DockerSession(Session):
 
     def _bootstrap(self) -> None:
         tag = self._tag.decode()
-        exports = "".join(f"export {key}={_quote(value)}\n" for key, value in self.spec.env.items())
+        env = dict(self.spec.env)
+        if self.spec.host_python and not self.spec.image:  # as locally: that python3 first
+            env.setdefault("PATH", f"{Path(sys.executable).parent}:{_PATH}")
+        exports = "".join(f"export {key}={_quote(value)}\n" for key, value in env.items())
         script = (
             f"__tgm() {{ printf '\\n{tag}%d\\n' \"$1\"; printf '{tag}\\n' >&2; }}\n"
             f"__tg() {{ . {CONTROL_DIR}/cmd; __tgm \"$?\"; }}\n"

@@ -5,6 +5,10 @@
   ``/home``, ``/root``, ``/var``, ``/etc/shadow``; users ``root`` and ``agent`` (uid 1000)
   only), brought in with ``docker import``.
 * ``taskgym/<env id>``: ``envs/<env id>/Dockerfile``, built on the base with no network.
+* ``taskgym/host-python``: the base plus a copy of the Python installation that runs
+  taskgym (with the packages installed beside it, taskgym's own package left out), at the
+  same path, for envs whose spec asks for ``host_python`` (CadQuery, pdfplumber...): the
+  container's equivalent of the local backend's read-only bind of that installation.
 * A task folder's own ``environment/Dockerfile`` (Harbor / Terminal-Bench): built on first
   use and tagged ``taskgym/task:<hash of the folder>``, so a changed folder gets a new image.
 """
@@ -26,9 +30,11 @@ from taskgym.errors import ConfigError, SandboxUnavailableError
 __all__ = [
     "BASE_IMAGE",
     "BASE_PACKAGES",
+    "HOST_PYTHON_IMAGE",
     "apt_mirror",
     "build_base",
     "build_env_image",
+    "build_host_python",
     "env_image",
     "env_ids_with_images",
     "folder_image",
@@ -36,6 +42,7 @@ __all__ = [
 ]
 
 BASE_IMAGE = "taskgym/base"
+HOST_PYTHON_IMAGE = "taskgym/host-python"
 BASE_PACKAGES = ("bash", "coreutils", "procps", "python3", "python3-pytest", "git", "make",
                  "gcc", "libc6-dev")
 """Installed into the base root by debootstrap (build steps have no network, so every
@@ -141,6 +148,26 @@ def build_env_image(client: Any, env_id: str, log: Any = print) -> str:
     log(f"{tag}: docker build {folder}")
     _build(client, folder, tag)
     return tag
+
+
+def build_host_python(client: Any, log: Any = print) -> str:
+    """Build ``taskgym/host-python``: the base plus this interpreter's installation."""
+    from taskgym.sandbox.local import host_python_mounts
+
+    if not image_exists(client, BASE_IMAGE):
+        build_base(client, log=log)
+    prefixes, hidden = host_python_mounts()
+    with tempfile.TemporaryDirectory(prefix="taskgym-host-python-") as tmp:
+        context = Path(tmp)
+        log(f"{HOST_PYTHON_IMAGE}: packing {', '.join(prefixes)} (without taskgym itself)")
+        subprocess.run(["tar", "-C", "/", "-cf", str(context / "python.tar"),
+                        *(f"--exclude={path.lstrip('/')}" for path in hidden),
+                        *(prefix.lstrip("/") for prefix in prefixes)], check=True)
+        (context / "Dockerfile").write_text(
+            f"FROM {BASE_IMAGE}\nADD python.tar /\nLABEL org.taskgym.host-python=\"1\"\n")
+        log(f"{HOST_PYTHON_IMAGE}: docker build")
+        _build(client, context, HOST_PYTHON_IMAGE)
+    return HOST_PYTHON_IMAGE
 
 
 def folder_image(client: Any, folder: Path) -> str:
