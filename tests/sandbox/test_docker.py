@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from collections.abc import Iterator
@@ -192,13 +195,36 @@ def test_images_build_and_doctor_report_the_images(capsys: pytest.CaptureFixture
         assert any(line.startswith("ok ") and name in line for line in lines), (name, lines)
 
 
-def test_host_python_image_has_the_packages_but_not_taskgym(docker_backend: DockerBackend) -> None:
-    from taskgym.sandbox.docker_images import HOST_PYTHON_IMAGE, build_host_python, image_exists
+def test_host_python_image_carries_the_installation_but_not_taskgym(
+        docker_backend: DockerBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mechanism, on a small stand-in installation (the real one is gigabytes)."""
+    import taskgym.sandbox.docker as docker_module
+    import taskgym.sandbox.docker_images as images
 
-    if not image_exists(docker_backend.client, HOST_PYTHON_IMAGE):
-        build_host_python(docker_backend.client)
-    with docker_backend.start(SandboxSpec(host_python=True)) as box:
-        out = box.exec("python3 -c 'import sys, pydantic; print(sys.executable)'; "
-                       "python3 -c 'import taskgym' 2>&1 | tail -1").stdout
-    assert out.splitlines()[0] == sys.executable, out
-    assert "No module named 'taskgym'" in out, out
+    prefix = Path(tempfile.mkdtemp(prefix="taskgym-fake-python-", dir="/var/tmp"))
+    prefix.chmod(0o755)  # as an installation is
+    tag = "taskgym/host-python-test"
+    try:
+        (prefix / "bin").mkdir()
+        interpreter = prefix / "bin" / "python3"
+        interpreter.write_text("#!/bin/sh\necho stand-in python\n")
+        interpreter.chmod(0o755)
+        (prefix / "lib" / "taskgym").mkdir(parents=True)
+        (prefix / "lib" / "taskgym" / "answers.py").write_text("ANSWER = 42\n")
+        (prefix / "lib" / "pkg.py").write_text("X = 1\n")
+        monkeypatch.setattr("taskgym.sandbox.local.host_python_mounts",
+                            lambda: ((str(prefix),), (str(prefix / "lib" / "taskgym"),)))
+        monkeypatch.setattr(images, "HOST_PYTHON_IMAGE", tag)
+        monkeypatch.setattr(docker_module, "HOST_PYTHON_IMAGE", tag)
+        monkeypatch.setattr(sys, "executable", str(interpreter))
+        images.build_host_python(docker_backend.client, log=lambda *_: None)
+        backend = DockerBackend(pool_size=0)
+        with backend.start(SandboxSpec(host_python=True)) as box:
+            out = box.exec(f"python3; cat {prefix}/lib/pkg.py; ls {prefix}/lib/taskgym 2>&1").stdout
+        backend.close()
+        assert out.startswith("stand-in python\nX = 1\n"), out  # first on PATH, files there
+        assert "No such file" in out, f"taskgym's package went into the image: {out}"
+    finally:
+        shutil.rmtree(prefix)
+        with contextlib.suppress(Exception):
+            docker_backend.client.images.remove(tag, force=True)

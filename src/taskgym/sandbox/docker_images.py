@@ -157,17 +157,50 @@ def build_host_python(client: Any, log: Any = print) -> str:
     if not image_exists(client, BASE_IMAGE):
         build_base(client, log=log)
     prefixes, hidden = host_python_mounts()
+    log(f"{HOST_PYTHON_IMAGE}: finding the system libraries its extension modules load")
+    libraries = _missing_in_base(client, _host_libraries(prefixes))
     with tempfile.TemporaryDirectory(prefix="taskgym-host-python-") as tmp:
         context = Path(tmp)
-        log(f"{HOST_PYTHON_IMAGE}: packing {', '.join(prefixes)} (without taskgym itself)")
+        (context / "libraries.txt").write_text("".join(f"{path.lstrip('/')}\n" for path in libraries))
+        log(f"{HOST_PYTHON_IMAGE}: packing {', '.join(prefixes)} (without taskgym itself) and "
+            f"{len(libraries)} system libraries the base lacks")
         subprocess.run(["tar", "-C", "/", "-cf", str(context / "python.tar"),
                         *(f"--exclude={path.lstrip('/')}" for path in hidden),
-                        *(prefix.lstrip("/") for prefix in prefixes)], check=True)
+                        *(prefix.lstrip("/") for prefix in prefixes),
+                        "-T", str(context / "libraries.txt")], check=True)
+        (context / "libraries.txt").unlink()
         (context / "Dockerfile").write_text(
             f"FROM {BASE_IMAGE}\nADD python.tar /\nLABEL org.taskgym.host-python=\"1\"\n")
         log(f"{HOST_PYTHON_IMAGE}: docker build")
         _build(client, context, HOST_PYTHON_IMAGE)
     return HOST_PYTHON_IMAGE
+
+
+def _host_libraries(prefixes: tuple[str, ...]) -> list[str]:
+    """Shared libraries outside ``prefixes`` that the extension modules inside them load,
+    as canonical paths (links and their targets)."""
+    modules = [str(path) for prefix in prefixes for path in Path(prefix).rglob("*.so*")
+               if path.is_file() and not path.is_symlink()]
+    found: set[str] = set()
+    for start in range(0, len(modules), 200):
+        listing = subprocess.run(["ldd", *modules[start : start + 200]], capture_output=True,
+                                 text=True).stdout
+        for path in re.findall(r"=> (/\S+)", listing):
+            canonical = os.path.join(os.path.realpath(os.path.dirname(path)),
+                                     os.path.basename(path))
+            if not any(canonical.startswith(prefix.rstrip("/") + "/") for prefix in prefixes):
+                found.update({canonical, os.path.realpath(canonical)})
+    return sorted(found)
+
+
+def _missing_in_base(client: Any, paths: list[str]) -> list[str]:
+    """Which of ``paths`` the base image lacks."""
+    if not paths:
+        return []
+    script = 'for f in "$@"; do [ -e "$f" ] || [ -L "$f" ] || echo "$f"; done'
+    output = client.containers.run(BASE_IMAGE, ["/bin/sh", "-c", script, "sh", *paths],
+                                   remove=True, network_mode="none")
+    return [line for line in output.decode().splitlines() if line]
 
 
 def folder_image(client: Any, folder: Path) -> str:
