@@ -50,8 +50,11 @@ def _docker_problem() -> str | None:
         from taskgym.sandbox.docker_images import BASE_IMAGE, env_ids_with_images, env_image
 
         client = docker.from_env()
+        try:
+            have = {tag for image in client.images.list() for tag in image.tags}
+        finally:
+            client.close()
         wanted = [BASE_IMAGE] + [env_image(env_id) for env_id in env_ids_with_images()]
-        have = {tag for image in client.images.list() for tag in image.tags}
         missing = [tag for tag in wanted if f"{tag}:latest" not in have]
         if missing:
             problem = f"images {', '.join(missing)} are missing: run `taskgym images build`"

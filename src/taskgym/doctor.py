@@ -68,9 +68,12 @@ def _docker_checks() -> list[Check]:
     )
 
     client = docker.from_env()
-    version = client.version().get("Version", "?")
+    try:
+        version = client.version().get("Version", "?")
+        have = {tag for image in client.images.list() for tag in image.tags}
+    finally:
+        client.close()
     checks = [Check("sandbox: docker", True, f"engine {version} reachable", optional=True)]
-    have = {tag for image in client.images.list() for tag in image.tags}
     wanted = [(BASE_IMAGE, ""), *((env_image(e), e) for e in env_ids_with_images()),
               (HOST_PYTHON_IMAGE, "host-python")]
     for tag, env_id in wanted:

@@ -25,6 +25,7 @@ import atexit
 import contextlib
 import errno
 import functools
+import gc
 import json
 import os
 import platform
@@ -35,6 +36,7 @@ import socket
 import sys
 import threading
 import time
+import warnings
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -394,11 +396,20 @@ class DockerBackend(Backend):
             import docker
         except ImportError:
             return "the Docker SDK is missing: `pip install 'taskgym[docker]'` (or `pip install docker`)"
+        problem = None
         try:
             client = docker.from_env(timeout=10)
-            client.ping()
+            try:
+                client.ping()
+            finally:
+                client.close()
         except Exception as exc:
-            return f"no Docker engine is reachable ({exc}). {_ENGINE_HINT}"
+            problem = f"no Docker engine is reachable ({exc}). {_ENGINE_HINT}"
+        if problem is not None:
+            with warnings.catch_warnings():  # the SDK leaves the failed socket to the GC
+                warnings.simplefilter("ignore", ResourceWarning)
+                gc.collect()
+            return problem
         if os.geteuid() != 0:
             return ("the docker backend reaches container workspaces through /proc and must run "
                     "as root (membership of the docker group is root-equivalent anyway)")
