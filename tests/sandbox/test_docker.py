@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
+import pickle
 import shutil
 import signal
 import subprocess
@@ -16,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gymnasium.utils.env_checker import check_env
 
+import taskgym
 from taskgym.sandbox import SandboxSpec
 from taskgym.sandbox.docker import LABEL, OWNER_LABEL, DockerBackend, DockerSession
 
@@ -228,3 +232,23 @@ def test_host_python_image_carries_the_installation_but_not_taskgym(
         shutil.rmtree(prefix)
         with contextlib.suppress(Exception):
             docker_backend.client.images.remove(tag, force=True)
+
+
+@pytest.mark.parametrize("env_id", sorted(taskgym.list_envs()))
+def test_every_env_id_makes_and_checks_on_docker(env_id: str) -> None:
+    env = taskgym.make(env_id, sandbox="docker", max_steps=3)
+    try:
+        check_env(env.unwrapped)
+    finally:
+        env.close()
+
+
+def test_a_backend_crosses_into_worker_processes(docker_backend: DockerBackend) -> None:
+    """Vector envs pickle their env factories: a backend arrives as a fresh one of its size."""
+    clone = pickle.loads(pickle.dumps(docker_backend))
+    try:
+        assert isinstance(clone, DockerBackend) and clone is not docker_backend
+        assert clone.pool.size == docker_backend.pool.size
+        assert copy.deepcopy(docker_backend) is docker_backend  # make() copies its arguments
+    finally:
+        clone.close()
