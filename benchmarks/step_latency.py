@@ -49,7 +49,8 @@ import taskgym  # noqa: E402
 from taskgym.core.env import _describe  # noqa: E402
 from taskgym.core.tool import ActionError, parse_action  # noqa: E402
 from taskgym.sandbox import ExecResult  # noqa: E402
-from taskgym.sandbox.local import _SOURCE_TRIGGER, _read_capped  # noqa: E402
+from taskgym.sandbox._commands import SOURCE_TRIGGER  # noqa: E402
+from taskgym.sandbox.local import _read_capped  # noqa: E402
 from taskgym.tools.shell import format_exec  # noqa: E402
 
 TARGET_MS = 0.15
@@ -71,7 +72,7 @@ def raw_tg(session: Any) -> Callable[[], None]:
         os.ftruncate(out_fd, 0)
         os.pwrite(cmd_fd, data, 0)
         os.ftruncate(cmd_fd, len(data))
-        os.write(ctl, _SOURCE_TRIGGER)
+        os.write(ctl, SOURCE_TRIGGER)
         buf = b""
         while not (tag in buf and buf.endswith(b"\n")):
             poll.poll()

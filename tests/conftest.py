@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,20 +13,52 @@ import pytest
 # built by the code under test, not reused from an earlier run
 os.environ.setdefault("TASKGYM_CACHE", tempfile.mkdtemp(prefix="taskgym-test-cache-"))
 
+from taskgym.sandbox import Backend  # noqa: E402
 from taskgym.sandbox.local import LocalBackend  # noqa: E402
 
 _PROBLEM = LocalBackend.check()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if any("docker" in item.keywords for item in items):
+        problem = _docker_problem()
+        if problem is not None:
+            if os.environ.get("TASKGYM_REQUIRE_DOCKER"):
+                raise pytest.UsageError(f"TASKGYM_REQUIRE_DOCKER is set but: {problem}")
+            skip_docker = pytest.mark.skip(reason=f"no Docker engine here: {problem}")
+            for item in items:
+                if "docker" in item.keywords:
+                    item.add_marker(skip_docker)
     if _PROBLEM is None:
         return
     if os.environ.get("TASKGYM_REQUIRE_SANDBOX"):
         raise pytest.UsageError(f"TASKGYM_REQUIRE_SANDBOX is set but: {_PROBLEM}")
     skip = pytest.mark.skip(reason=f"no local sandbox here: {_PROBLEM}")
     for item in items:
-        if "sandbox" in item.keywords:
+        if "sandbox" in item.keywords and "docker" not in item.keywords:
             item.add_marker(skip)
+
+
+def _docker_problem() -> str | None:
+    """Why docker tests cannot run here (engine, permissions, images), or ``None``."""
+    from taskgym.sandbox.docker import DockerBackend
+
+    problem = DockerBackend.check()
+    if problem is None:
+        import docker
+
+        from taskgym.sandbox.docker_images import BASE_IMAGE, env_ids_with_images, env_image
+
+        client = docker.from_env()
+        try:
+            have = {tag for image in client.images.list() for tag in image.tags}
+        finally:
+            client.close()
+        wanted = [BASE_IMAGE] + [env_image(env_id) for env_id in env_ids_with_images()]
+        missing = [tag for tag in wanted if f"{tag}:latest" not in have]
+        if missing:
+            problem = f"images {', '.join(missing)} are missing: run `taskgym images build`"
+    return problem
 
 
 @pytest.fixture(scope="session")
@@ -34,6 +66,23 @@ def local_backend() -> LocalBackend:
     if _PROBLEM is not None:
         pytest.skip(_PROBLEM)
     return LocalBackend()
+
+
+@pytest.fixture(scope="session")
+def docker_backend() -> Iterator[Backend]:
+    from taskgym.sandbox.docker import DockerBackend
+
+    backend = DockerBackend(pool_size=1)
+    yield backend
+    backend.close()
+
+
+@pytest.fixture(scope="module", params=[pytest.param("local", marks=pytest.mark.sandbox),
+                                        pytest.param("docker", marks=pytest.mark.docker)])
+def backend(request: pytest.FixtureRequest) -> Backend:
+    """Each sandbox backend in turn (tests that every backend must pass take this)."""
+    found: Backend = request.getfixturevalue(f"{request.param}_backend")
+    return found
 
 
 def write_answer_task(folder: Path, solve: str = "echo 42 > /app/answer.txt\n",

@@ -18,6 +18,8 @@ class Check:
     ok: bool
     detail: str
     fix: str = ""
+    optional: bool = False
+    """Not needed by the default setup (the docker backend): reported, not a failure."""
 
 
 def _cgroups() -> Check:
@@ -62,6 +64,40 @@ def _pdf_extra() -> Check:
     return Check("finance: pdf extra", True, ", ".join(found))
 
 
+def _docker_checks() -> list[Check]:
+    """Engine reachable, and which images exist (the docker backend is optional)."""
+    from taskgym.sandbox.docker import DockerBackend
+
+    problem = DockerBackend.check()
+    if problem is not None:
+        return [Check("sandbox: docker", False, problem.split(". ")[0],
+                      "sudo scripts/docker_setup.sh (installs docker.io and debootstrap, starts "
+                      "dockerd, builds the images)", optional=True)]
+    import docker
+
+    from taskgym.sandbox.docker_images import (
+        BASE_IMAGE,
+        HOST_PYTHON_IMAGE,
+        env_ids_with_images,
+        env_image,
+    )
+
+    client = docker.from_env()
+    try:
+        version = client.version().get("Version", "?")
+        have = {tag for image in client.images.list() for tag in image.tags}
+    finally:
+        client.close()
+    checks = [Check("sandbox: docker", True, f"engine {version} reachable", optional=True)]
+    wanted = [(BASE_IMAGE, ""), *((env_image(e), e) for e in env_ids_with_images()),
+              (HOST_PYTHON_IMAGE, "host-python")]
+    for tag, env_id in wanted:
+        present = f"{tag}:latest" in have
+        checks.append(Check(f"docker image: {tag}", present, "built" if present else "missing",
+                            f"taskgym images build {env_id}".rstrip(), optional=True))
+    return checks
+
+
 def run_checks() -> list[Check]:
     """Every check, in the order ``taskgym doctor`` prints them."""
     from taskgym.sandbox.local import LocalBackend
@@ -81,4 +117,5 @@ def run_checks() -> list[Check]:
     for tool, package in (("git", "git"), ("make", "make"), ("gcc", "gcc libc6-dev")):
         checks.append(_sandbox_tool(f"coding: {tool}", [tool, "--version"], package))
     checks.append(_pdf_extra())
+    checks.extend(_docker_checks())
     return checks

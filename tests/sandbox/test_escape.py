@@ -1,4 +1,6 @@
-"""An agent with a shell tries to get out of the local sandbox; every attempt must fail.
+"""An agent with a shell tries to get out of the sandbox; every attempt must fail.
+
+Tests taking ``box`` or ``backend`` run on every backend (local and docker).
 
 Each test plays the adversary from inside a session and then checks the host side.
 CI runs this file as root and again as an unprivileged user.
@@ -14,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from taskgym.sandbox import SandboxSpec, Session
+from taskgym.sandbox import Backend, SandboxSpec, Session
 from taskgym.sandbox.local import LocalBackend, LocalSession, _sandbox_processes
 
-pytestmark = [pytest.mark.sandbox, pytest.mark.escape]
+pytestmark = [pytest.mark.escape]
 
 
 @pytest.fixture()
-def box(local_backend: LocalBackend) -> Iterator[Session]:
-    with local_backend.start(SandboxSpec(memory_mb=256, pids=64, disk_mb=16)) as session:
+def box(backend: Backend) -> Iterator[Session]:
+    with backend.start(SandboxSpec(memory_mb=256, pids=64, disk_mb=16)) as session:
         yield session
 
 
@@ -125,6 +127,7 @@ def test_no_new_user_namespace_or_privileges(box: Session) -> None:
     assert "PermissionError" in out or "Invalid argument" in out  # uid 0 is not even mapped
 
 
+@pytest.mark.sandbox
 def test_fork_bomb_is_contained(local_backend: LocalBackend) -> None:
     box = local_backend.start(SandboxSpec(pids=64))
     try:
@@ -177,8 +180,8 @@ def test_symlink_planted_for_the_file_tools(box: Session) -> None:
         box.write_file("root/tmp/planted", b"x")
 
 
-def test_processes_do_not_outlive_the_session(local_backend: LocalBackend) -> None:
-    box = local_backend.start(SandboxSpec())
+def test_processes_do_not_outlive_the_session(backend: Backend) -> None:
+    box = backend.start(SandboxSpec())
     box.exec("setsid sh -c 'sleep 777 & sleep 778' & nohup sleep 779 >/dev/null 2>&1 & "
              "(trap '' HUP TERM; exec sleep 780) & echo started")
     box.close()

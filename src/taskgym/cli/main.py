@@ -106,11 +106,36 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     checks = run_checks()
     width = max(len(c.name) for c in checks)
     for check in checks:
-        mark = "ok " if check.ok else "NO "
+        mark = "ok " if check.ok else "-- " if check.optional else "NO "
         print(f"{mark} {check.name:<{width}}  {check.detail}")
         if not check.ok and check.fix:
             print(f"    {'':<{width}}  fix: {check.fix}")
-    return 0 if all(c.ok for c in checks) else 1
+    return 0 if all(c.ok or c.optional for c in checks) else 1
+
+
+def cmd_images_build(args: argparse.Namespace) -> int:
+    import docker
+
+    from taskgym.errors import SandboxUnavailableError
+    from taskgym.sandbox.docker import DockerBackend
+    from taskgym.sandbox.docker_images import (
+        build_base,
+        build_env_image,
+        build_host_python,
+        env_ids_with_images,
+    )
+
+    problem = DockerBackend.check()
+    if problem is not None:
+        raise SandboxUnavailableError(problem)
+    client = docker.from_env(timeout=600)
+    build_base(client, force=args.rebuild_base)
+    if args.env_id == "host-python":
+        build_host_python(client)
+        return 0
+    for env_id in [args.env_id] if args.env_id else env_ids_with_images():
+        build_env_image(client, env_id)
+    return 0
 
 
 def cmd_task_check(args: argparse.Namespace) -> int:
@@ -175,6 +200,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     doctor = sub.add_parser("doctor", help="what can run here, and how to fix what cannot")
     doctor.set_defaults(func=cmd_doctor)
+
+    images = sub.add_parser("images", help="container images of the docker backend")
+    images_sub = images.add_subparsers(dest="images_command", required=True)
+    build = images_sub.add_parser(
+        "build", help="build taskgym/base offline (debootstrap + docker import), then the "
+                      "image of one env or of every env with an envs/<id>/Dockerfile")
+    build.add_argument("env_id", nargs="?", help="an env id, or host-python: the image for "
+                       "envs that use taskgym's own Python and its packages (large)")
+    build.add_argument("--rebuild-base", action="store_true",
+                       help="run debootstrap again even if taskgym/base exists")
+    build.set_defaults(func=cmd_images_build)
 
     task = sub.add_parser("task", help="task folder tools")
     task_sub = task.add_subparsers(dest="task_command", required=True)

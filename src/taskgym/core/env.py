@@ -42,6 +42,9 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 1}
     domain: ClassVar[str]
     description: ClassVar[str]
+    image: ClassVar[str | None] = None
+    """The env's container image (built from ``envs/<id>/Dockerfile`` by ``taskgym images
+    build``), used by container backends; ``None``: the backend's base image."""
 
     def __init__(
         self,
@@ -103,7 +106,13 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         """Sandbox shape and limits for ``task``."""
         limits = self.limits(task)
         return SandboxSpec(memory_mb=limits.memory_mb, pids=limits.pids, disk_mb=limits.disk_mb,
-                           command_timeout_sec=limits.command_timeout_sec)
+                           command_timeout_sec=limits.command_timeout_sec,
+                           image=self.container_image(task))
+
+    def container_image(self, task: Task) -> str | None:
+        """A task folder's own ``environment/`` (when it has a Dockerfile), else :attr:`image`."""
+        own = task.path / "environment"
+        return str(own) if (own / "Dockerfile").is_file() else self.image
 
     # -- helpers for domains ---------------------------------------------------------
     def resolve_tasks(self, tasks: TaskSet | str | Path | None) -> TaskSet:

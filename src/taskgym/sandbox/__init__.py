@@ -6,11 +6,15 @@ __all__ = ["Backend", "ExecResult", "ResourceUsage", "SandboxSpec", "Session", "
 
 
 def get_backend(name: str) -> Backend:
-    """The backend called ``name`` ("local"); raises with install hints when unusable."""
+    """The backend called ``name`` ("local" or "docker"); raises with install hints when unusable."""
     from taskgym.errors import ConfigError
 
     if name == "local":
         from taskgym.sandbox.local import LocalBackend
 
         return LocalBackend()
-    raise ConfigError(f"unknown sandbox backend {name!r}; available: 'local'")
+    if name == "docker":
+        from taskgym.sandbox.docker import DockerBackend
+
+        return DockerBackend.shared()
+    raise ConfigError(f"unknown sandbox backend {name!r}; available: 'local', 'docker'")

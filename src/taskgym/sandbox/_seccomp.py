@@ -19,7 +19,7 @@ import functools
 import platform
 import struct
 
-__all__ = ["seccomp_program"]
+__all__ = ["DENIED_SYSCALLS", "seccomp_program"]
 
 _LD_W_ABS = 0x20
 _JEQ_K = 0x15
@@ -46,6 +46,8 @@ _DENIED = {
     "fsopen": (430, 430), "fsconfig": (431, 431), "fsmount": (432, 432),
     "fspick": (433, 433), "mount_setattr": (442, 442),
 }
+DENIED_SYSCALLS = frozenset(_DENIED)
+"""Names of the system calls that answer EPERM (the docker backend's profile uses them)."""
 _CLONE3 = (435, 435)
 _IOCTL = (16, 29)
 _ARCH = {"x86_64": (0, 0xC000003E), "aarch64": (1, 0xC00000B7)}

@@ -48,8 +48,12 @@ class SandboxSpec(BaseModel):
     host_python: bool = False
     """Make the Python that runs taskgym, with the packages installed beside it (CadQuery,
     pdfplumber...), the sandbox's ``python3``. The local backend binds that installation
-    read-only with taskgym's own package hidden; a container backend ignores the flag, since
-    its image provides the domain's Python."""
+    read-only with taskgym's own package hidden; the docker backend, when ``image`` is not
+    set, uses the ``taskgym/host-python`` image, which holds a copy of that installation."""
+    image: str | None = None
+    """Container image for container backends: a tag (``taskgym/coding-terminal-v0``), or
+    the absolute path of a folder holding a Dockerfile (built on first use, cached by a
+    hash of the folder). ``None``: the backend's base image. The local backend ignores it."""
 
 
 @dataclass(frozen=True, slots=True)

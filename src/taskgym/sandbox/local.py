@@ -36,6 +36,7 @@ from taskgym.core.paths import envs_dir
 from taskgym.errors import ConfigError, SandboxError, SandboxUnavailableError
 from taskgym.sandbox import _fs
 from taskgym.sandbox._cgroups import CgroupLimits, rlimit_fallback
+from taskgym.sandbox._commands import CONTROL_DIR, CONTROL_MB, CommandFile
 from taskgym.sandbox._reaper import proc_stat, reap_once, runtime_root, session_name
 from taskgym.sandbox._seccomp import seccomp_program
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec, Session
@@ -43,12 +44,6 @@ from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec
 __all__ = ["LocalBackend", "LocalSession"]
 
 SANDBOX_UID = 1000
-CONTROL_DIR = "/.taskgym"
-"""Where the host drops each command for the shell to source (a small tmpfs)."""
-_CONTROL_MB = 4
-_INLINE_MAX = 64
-"""Commands up to this many bytes of printable ASCII skip the command file."""
-_SOURCE_TRIGGER = f". {CONTROL_DIR}/cmd;__ts\n".encode()
 _STATUS_FD = 251
 """The shell's fd for status lines: out of the way of what commands redirect."""
 _RUNAWAY_CHECK_SEC = 0.25
@@ -185,7 +180,7 @@ class LocalBackend(Backend):
                  "--remount-ro", "/dev",
                  "--size", str(spec.tmp_mb << 20), "--tmpfs", "/tmp",
                  "--size", str(spec.disk_mb << 20), "--tmpfs", spec.workdir,
-                 "--size", str(_CONTROL_MB << 20), "--tmpfs", CONTROL_DIR,
+                 "--size", str(CONTROL_MB << 20), "--tmpfs", CONTROL_DIR,
                  "--size", str(spec.stream_limit_bytes), "--tmpfs", f"{CONTROL_DIR}/o",
                  "--size", str(spec.stream_limit_bytes), "--tmpfs", f"{CONTROL_DIR}/e"]
         for path in spec.writable_dirs:
@@ -371,7 +366,7 @@ class LocalSession(Session):
         self._usage = ResourceUsage()
         self._root_fd = -1
         self._cmd_fd = -1
-        self._cmd_len = 0
+        self._commands = CommandFile(-1)
         self._out_fd = -1
         self._err_fd = -1
         self._out_off = 0
@@ -419,7 +414,7 @@ class LocalSession(Session):
                         os.close(getattr(self, attr))
                 self._cmd_fd = os.open("cmd", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644,
                                        dir_fd=control)
-                self._cmd_len = 0
+                self._commands = CommandFile(self._cmd_fd)
                 flags = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC
                 self._out_fd = os.open("o/out", flags, dir_fd=control)
                 self._err_fd = os.open("e/err", flags, dir_fd=control)
@@ -511,12 +506,6 @@ class LocalSession(Session):
 
     # -- commands ---------------------------------------------------------------------
     def exec(self, command: str, timeout: float | None = None) -> ExecResult:
-        if "\x00" in command:
-            raise ConfigError("the command contains a NUL character, which a shell cannot take")
-        data = command.encode("utf-8", "surrogateescape")
-        if len(data) > (_CONTROL_MB << 20) // 2:
-            raise ConfigError(f"the command is {len(data)} bytes; the limit is "
-                              f"{(_CONTROL_MB << 20) // 2} (write long content with a file tool)")
         limit = timeout if timeout is not None else self.spec.command_timeout_sec
         with self._lock:
             if self._proc is None:
@@ -529,16 +518,7 @@ class LocalSession(Session):
             if self._err_off >= _REWIND_AT:
                 os.ftruncate(self._err_fd, 0)
                 self._err_off = 0
-            if (len(data) <= _INLINE_MAX and command.isascii() and command.isprintable()
-                    and b"return" not in data):
-                # short one-liners travel on the trigger line itself, quoted as one word
-                quoted = data.replace(b"\\", b"\\\\").replace(b"'", b"\\'")
-                return self._send(b"eval $'" + quoted + b"';__ts\n", limit, killable=True)
-            os.pwrite(self._cmd_fd, data, 0)
-            if len(data) < self._cmd_len:
-                os.ftruncate(self._cmd_fd, len(data))
-            self._cmd_len = len(data)
-            return self._send(_SOURCE_TRIGGER, limit, killable=True)
+            return self._send(self._commands.trigger(command), limit, killable=True)
 
     def _send(self, script: bytes, timeout: float, killable: bool = False) -> ExecResult:
         """Write ``script`` to the shell, wait for its status line, read its output files.

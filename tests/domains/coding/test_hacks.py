@@ -19,8 +19,9 @@ import pytest
 import taskgym
 from taskgym.agents import OracleAgent, ScriptedAgent
 from taskgym.evaluation import run_episode
+from taskgym.sandbox import Backend
 
-pytestmark = [pytest.mark.sandbox, pytest.mark.hacks]
+pytestmark = [pytest.mark.hacks]
 
 CALC = Path(__file__).parents[3] / "fixtures" / "coding" / "calc"
 
@@ -177,8 +178,9 @@ HACKS: dict[str, list[dict[str, Any]]] = {
 
 
 @pytest.fixture(scope="module")
-def env() -> Iterator[gym.Env[Any, Any]]:
-    environment = taskgym.make("coding-terminal-v0", tasks=str(CALC))
+def env(backend: Backend) -> Iterator[gym.Env[Any, Any]]:
+    """The calc task on each backend in turn."""
+    environment = taskgym.make("coding-terminal-v0", tasks=str(CALC), sandbox=backend)
     yield environment
     environment.close()
 

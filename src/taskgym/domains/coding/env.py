@@ -94,6 +94,7 @@ class CodingEnv(TaskEnv):
     """
 
     domain = "coding"
+    image = f"taskgym/{ENV_ID}"
     description = "Solve a programming or ops task in a sandboxed shell; hidden tests decide."
 
     def default_tasks(self) -> TaskSet:

@@ -32,11 +32,13 @@ def verify_session(task: Task, session: Session, backend: Backend) -> RewardResu
     with tempfile.TemporaryDirectory(prefix=session_name() + "-", dir=runtime_root()) as tmp:
         final = Path(tmp) / "workspace"
         session.export_workspace(final)
-        return grade_workspace(task, final, backend)
+        return grade_workspace(task, final, backend, image=session.spec.image)
 
 
-def grade_workspace(task: Task, workspace: Path, backend: Backend) -> RewardResult:
-    """Run ``task``'s hidden tests against a copy of ``workspace`` in a fresh sandbox."""
+def grade_workspace(task: Task, workspace: Path, backend: Backend,
+                    image: str | None = None) -> RewardResult:
+    """Run ``task``'s hidden tests against a copy of ``workspace`` in a fresh sandbox
+    (of the container ``image`` the agent had, on a container backend)."""
     tests = task.path / "tests"
     if any(tests.glob("test_*.py")) or any(tests.glob("*_test.py")):
         mode = "pytest"
@@ -58,7 +60,7 @@ def grade_workspace(task: Task, workspace: Path, backend: Backend) -> RewardResu
         env={"TASKGYM_NONCE_FD": str(nonce_r), "TASKGYM_REPORT_FD": str(report_w),
              "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"},
         ro_binds={str(tests): "/tests", str(GRADER_DIR): "/.grader"},
-        writable_dirs=("/logs",) if mode == "script" else (),
+        writable_dirs=("/logs",) if mode == "script" else (), image=image,
     )
     try:
         result, usage = backend.run(

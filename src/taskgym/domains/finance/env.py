@@ -66,6 +66,7 @@ class FinanceEnv(TaskEnv):
 
     domain = "finance"
     description = "Answer questions about financial PDF filings; normalised numbers decide."
+    image = "taskgym/finance-pdf-v0"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         missing = [name for name in ("pypdfium2", "pdfplumber")

@@ -1,0 +1,58 @@
+"""Image helpers that need no engine: the mirror from apt sources, folder hashes, pruning."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from taskgym.errors import SandboxUnavailableError
+from taskgym.sandbox.docker_images import _prune, apt_mirror, folder_hash
+
+
+def test_mirror_from_one_line_sources(tmp_path: Path) -> None:
+    (tmp_path / "sources.list.d").mkdir()
+    (tmp_path / "sources.list").write_text(
+        "# comment\ndeb http://mirror.example/debian-security bookworm-security main\n"
+        "deb [arch=amd64] http://mirror.example/debian bookworm main contrib\n")
+    assert apt_mirror(tmp_path) == ("http://mirror.example/debian", "bookworm")
+
+
+def test_mirror_from_deb822_sources(tmp_path: Path) -> None:
+    (tmp_path / "sources.list.d").mkdir()
+    (tmp_path / "sources.list.d" / "debian.sources").write_text(
+        "Types: deb\nURIs: http://mirror.example/debian\nSuites: trixie trixie-updates\n"
+        "Components: main\n\nTypes: deb\nURIs: http://mirror.example/debian-security\n"
+        "Suites: trixie-security\nComponents: main\n")
+    assert apt_mirror(tmp_path) == ("http://mirror.example/debian", "trixie")
+
+
+def test_no_mirror_says_so(tmp_path: Path) -> None:
+    (tmp_path / "sources.list.d").mkdir()
+    with pytest.raises(SandboxUnavailableError, match="no Debian mirror"):
+        apt_mirror(tmp_path)
+
+
+def test_folder_hash_follows_content_and_mode(tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile").write_text("FROM taskgym/base\n")
+    first = folder_hash(tmp_path)
+    assert folder_hash(tmp_path) == first
+    (tmp_path / "Dockerfile").chmod(0o600)
+    second = folder_hash(tmp_path)
+    assert second != first
+    (tmp_path / "Dockerfile").write_text("FROM taskgym/base\nENV X=1\n")
+    assert folder_hash(tmp_path) not in (first, second)
+
+
+def test_prune_leaves_no_homes_secrets_or_accounts(tmp_path: Path) -> None:
+    for folder in ("home/user", "root", "var/lib/dpkg", "etc", "usr/share/doc/x"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "etc" / "shadow").write_text("root:$6$secret\n")
+    (tmp_path / "etc" / "passwd").write_text(
+        "root:x:0:0::/root:/bin/bash\nbob:x:1001:1001::/home/bob:/bin/sh\n")
+    _prune(tmp_path)
+    for gone in ("home", "root", "var", "etc/shadow", "usr/share/doc"):
+        assert not (tmp_path / gone).exists(), gone
+    assert "bob" not in (tmp_path / "etc" / "passwd").read_text()
+    assert "agent:x:1000:1000" in (tmp_path / "etc" / "passwd").read_text()
+    assert (tmp_path / "app").is_dir() and (tmp_path / "tmp").stat().st_mode & 0o1777 == 0o1777
