@@ -79,6 +79,8 @@ def grade_code(task: Task, code: bytes, backend: Backend) -> RewardResult:
     common = {"verifier_seconds": round(result.duration_sec, 3),
               "verifier_cpu_seconds": round(usage.cpu_sec, 3)}
     record = _record(report, nonce)
+    if record is not None:
+        common["timing"] = record.get("timing")
     if result.timed_out:
         return RewardResult.failed(f"grading ran past {limits.verifier_timeout_sec:g}s", **common)
     if record is None:

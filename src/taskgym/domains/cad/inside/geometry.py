@@ -244,7 +244,8 @@ def iou(a: cq.Shape, b: cq.Shape) -> float:
 
 def surface_samples(shape: cq.Shape, count: int, seed: int = 0) -> np.ndarray:
     """``count`` points spread uniformly by area over the tessellated surface."""
-    vertices, triangles = shape.tessellate(0.05, 0.2)
+    box = shape.BoundingBox()
+    vertices, triangles = shape.tessellate(max(box.DiagonalLength * 1e-3, 1e-3), 0.3)
     pts = np.array([v.toTuple() for v in vertices])
     tri = np.array(triangles)
     a, b, c = pts[tri[:, 0]], pts[tri[:, 1]], pts[tri[:, 2]]

@@ -14,16 +14,19 @@ descriptors through /proc.
 
 from __future__ import annotations
 
-import base64
-import ctypes
-import json
-import os
-import resource
-import signal
-import sys
 import time
-import traceback
-from typing import Any
+
+STARTED = time.monotonic()
+
+import base64  # noqa: E402
+import ctypes  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import resource  # noqa: E402
+import signal  # noqa: E402
+import sys  # noqa: E402
+import traceback  # noqa: E402
+from typing import Any  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -167,7 +170,9 @@ def main() -> None:
     ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     timeout = float(os.environ.get("TASKGYM_RUN_TIMEOUT", "60"))
     memory_mb = int(os.environ.get("TASKGYM_RUN_MEMORY_MB", "1024"))
+    imported = time.monotonic()
     failure = run_submission(timeout, memory_mb)
+    ran = time.monotonic()
     nonce = _read_all(_fd("TASKGYM_NONCE_FD")).decode()
     settings = json.loads(_read_all(_fd("TASKGYM_SECRET_FD")))
     if failure is not None:
@@ -178,6 +183,8 @@ def main() -> None:
         except Exception:
             record = {"gate": False, "reason": "the part could not be compared with the reference:\n"
                                                + traceback.format_exc(limit=-2)[-1500:]}
+    record["timing"] = {"import_sec": imported - STARTED, "user_code_sec": ran - imported,
+                        "compare_sec": time.monotonic() - ran}
     with os.fdopen(_fd("TASKGYM_REPORT_FD"), "w") as report:
         report.write(f"{nonce} {json.dumps(record)}\n")
 
