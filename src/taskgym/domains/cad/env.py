@@ -133,7 +133,7 @@ class CadEnv(TaskEnv):
         reply = self._call_worker({"op": "run", "path": f"/app/{PART_FILE}",
                                    "timeout": settings.run_timeout_sec,
                                    "memory_mb": settings.run_memory_mb}, settings.run_timeout_sec)
-        return ToolResult(reply["text"], info={"ok": reply["ok"]})
+        return ToolResult(reply["text"], info={"ok": reply["ok"], "timing": reply.get("timing")})
 
     def _render(self, args: RenderArgs) -> ToolResult:
         reply = self._call_worker({"op": "render", "view": args.view, "timeout": 60}, 60)

@@ -76,7 +76,7 @@ def grade_code(task: Task, code: bytes, backend: Backend) -> RewardResult:
     finally:
         for fd in fds:
             os.close(fd)
-    common = {"verifier_seconds": round(result.duration_sec, 3),
+    common: dict[str, Any] = {"verifier_seconds": round(result.duration_sec, 3),
               "verifier_cpu_seconds": round(usage.cpu_sec, 3)}
     record = _record(report, nonce)
     if record is not None:

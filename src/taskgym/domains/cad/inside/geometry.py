@@ -21,8 +21,8 @@ from OCP.BRepClass3d import BRepClass3d_SolidClassifier
 from OCP.BRepExtrema import BRepExtrema_DistShapeShape
 from OCP.BRepGProp import BRepGProp
 from OCP.BRepTools import BRepTools
-from OCP.GProp import GProp_GProps
 from OCP.gp import gp_Pnt
+from OCP.GProp import GProp_GProps
 from OCP.StlAPI import StlAPI_Reader
 from OCP.TopAbs import TopAbs_IN, TopAbs_ON, TopAbs_SHELL
 from OCP.TopExp import TopExp_Explorer

@@ -180,6 +180,7 @@ def _run(path: str) -> dict[str, Any]:
         os.dup2(out.fileno(), 1)
         os.dup2(out.fileno(), 2)
     resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 20, 64 << 20))
+    started = time.monotonic()
     try:
         shape = geometry.shape_from_code(source, os.path.abspath(path))
         error = None
@@ -194,6 +195,7 @@ def _run(path: str) -> dict[str, Any]:
         lines = error.splitlines()
         if len(lines) > 14:
             error = "\n".join(lines[:2] + ["  ..."] + lines[-11:])
+    built = time.monotonic()
     sys.stdout.flush()
     sys.stderr.flush()
     with open(OUTPUT, encoding="utf-8", errors="replace") as out:
@@ -210,7 +212,8 @@ def _run(path: str) -> dict[str, Any]:
     problem = geometry.gate_problem(props)
     parts.append(describe(props))
     parts.append(f"WARNING: {problem}" if problem else "ok: one valid closed solid")
-    return {"ok": problem is None, "text": "\n".join(parts)}
+    timing = {"user_code_sec": built - started, "inspect_sec": time.monotonic() - built}
+    return {"ok": problem is None, "text": "\n".join(parts), "timing": timing}
 
 
 def _xyz(values: list[float]) -> str:
