@@ -74,17 +74,24 @@ def serve() -> None:
     while True:
         conn, _ = listener.accept()
         with conn:
-            data = b""
-            while not data.endswith(b"\n"):
-                chunk = conn.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
             try:
-                reply = _in_child(json.loads(data))
-            except (ValueError, KeyError) as exc:
-                reply = {"ok": False, "text": f"bad request: {exc}"}
-            conn.sendall(json.dumps(reply).encode())
+                _answer(conn)
+            except OSError:  # the client went away (its command timed out): serve the next one
+                pass
+
+
+def _answer(conn: socket.socket) -> None:
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    try:
+        reply = _in_child(json.loads(data))
+    except (ValueError, KeyError) as exc:
+        reply = {"ok": False, "text": f"bad request: {exc}"}
+    conn.sendall(json.dumps(reply).encode())
 
 
 def _in_child(request: dict[str, Any]) -> dict[str, Any]:
