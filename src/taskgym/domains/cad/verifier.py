@@ -89,7 +89,7 @@ def grade_code(task: Task, code: bytes, backend: Backend) -> RewardResult:
     if not record.get("gate"):
         return RewardResult.failed(str(record.get("reason")), **common,
                                    properties=record.get("properties"))
-    iou = float(record["iou"])
+    iou = round(float(record["iou"]), 6)  # volumes are not exact past that; identical parts score 1
     checks: dict[str, Any] = record["checks"]
     components = {"iou": iou, "chamfer_mm": float(record["chamfer_mm"])}
     components.update({f"check_{name}": float(check["passed"]) for name, check in checks.items()})
