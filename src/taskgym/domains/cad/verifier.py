@@ -9,7 +9,6 @@ comes back over a pipe, tagged with a per-run nonce.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import secrets
@@ -36,8 +35,7 @@ def grade_code(task: Task, code: bytes, backend: Backend) -> RewardResult:
     settings = settings_of(task)
     reference = reference_file(task)
     kind = reference.suffix.lstrip(".").replace("stp", "step")
-    secret = {"reference_kind": kind, "reference": base64.b64encode(reference.read_bytes()).decode(),
-              "units": settings.units, "placement": settings.placement,
+    secret = {"reference_kind": kind, "units": settings.units, "placement": settings.placement,
               "bbox_tol_mm": _on(settings.checks.bbox_tol_mm),
               "hole_diameter_tol_mm": _on(settings.checks.hole_diameter_tol_mm),
               "holes": settings.checks.holes}
@@ -49,7 +47,7 @@ def grade_code(task: Task, code: bytes, backend: Backend) -> RewardResult:
         fds += [nonce_r, nonce_w]
         os.write(nonce_w, nonce.encode())
         secret_file = tempfile.TemporaryFile(dir=runtime_root())
-        secret_file.write(json.dumps(secret).encode())
+        secret_file.write(json.dumps(secret).encode() + b"\n" + reference.read_bytes())
         secret_file.flush()
         secret_file.seek(0)
         secret_fd = os.dup(secret_file.fileno())

@@ -18,7 +18,6 @@ import time
 
 STARTED = time.monotonic()
 
-import base64  # noqa: E402
 import ctypes  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
@@ -119,7 +118,7 @@ def _read_all(fd: int) -> bytes:
     return b"".join(chunks)
 
 
-def compare(settings: dict[str, Any]) -> dict[str, Any]:
+def compare(settings: dict[str, Any], reference_data: bytes) -> dict[str, Any]:
     """Gate, IoU, named checks and chamfer distance of the submitted part."""
     part = geometry.load_brep(PART)
     props = geometry.properties(part)
@@ -127,8 +126,7 @@ def compare(settings: dict[str, Any]) -> dict[str, Any]:
     record: dict[str, Any] = {"properties": props}
     if problem:
         return {**record, "gate": False, "reason": problem}
-    reference = geometry.load_reference(settings["reference_kind"],
-                                        base64.b64decode(settings["reference"]), settings["units"])
+    reference = geometry.load_reference(settings["reference_kind"], reference_data, settings["units"])
     ref_props = geometry.properties(reference)
     if settings["placement"] == "free":
         shift = [r - p for r, p in zip(ref_props["centre_of_mass"], props["centre_of_mass"], strict=True)]
@@ -174,12 +172,13 @@ def main() -> None:
     failure = run_submission(timeout, memory_mb)
     ran = time.monotonic()
     nonce = _read_all(_fd("TASKGYM_NONCE_FD")).decode()
-    settings = json.loads(_read_all(_fd("TASKGYM_SECRET_FD")))
+    header, _, reference = _read_all(_fd("TASKGYM_SECRET_FD")).partition(b"\n")
+    settings = json.loads(header)
     if failure is not None:
         record: dict[str, Any] = {"gate": False, "reason": failure}
     else:
         try:
-            record = compare(settings)
+            record = compare(settings, reference)
         except Exception:
             record = {"gate": False, "reason": "the part could not be compared with the reference:\n"
                                                + traceback.format_exc(limit=-2)[-1500:]}
