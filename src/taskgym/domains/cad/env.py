@@ -143,9 +143,10 @@ class CadEnv(TaskEnv):
 
     def _measure(self, args: MeasureArgs) -> ToolResult:
         request: dict[str, Any] = {"op": "measure", "query": args.query, "timeout": 60}
+        needed = {"point": ("point",), "distance": ("point", "point_b")}.get(args.query, ())
         for key in ("point", "point_b"):
             value = getattr(args, key)
-            if value is None and (args.query == "point" and key == "point" or args.query == "distance"):
+            if value is None and key in needed:
                 message = f"measure {args.query!r} needs `{key}` as [x, y, z]"
                 return ToolResult(f"error: {message}", error=message)
             request[key] = value

@@ -1,6 +1,6 @@
 """Seeded part families for ``cad-cadquery-v0``: unlimited tasks with exact references.
 
-Each family (a module of this package) exposes ``NAME``, ``DESCRIPTION`` and
+Each family (a module of this package, described in its docstring) exposes
 ``design(rng) -> Design``: the instruction, the CadQuery code that builds the part and the
 task's settings. :func:`write_task` turns a design into a task folder whose hidden reference
 (``tests/reference.py``) and oracle (``solution/solve.py``) are that code.

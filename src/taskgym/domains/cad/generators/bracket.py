@@ -6,9 +6,6 @@ import random
 
 from taskgym.domains.cad.generators import Design
 
-NAME = "bracket"
-DESCRIPTION = "L bracket with mounting holes in both legs, optionally a triangular rib."
-
 
 def design(rng: random.Random) -> Design:
     width = rng.randrange(30, 81, 5)

@@ -6,9 +6,6 @@ import random
 
 from taskgym.domains.cad.generators import Design
 
-NAME = "enclosure"
-DESCRIPTION = "Open-top shelled box with rounded vertical edges and floor holes."
-
 
 def design(rng: random.Random) -> Design:
     length = rng.randrange(50, 121, 5)

@@ -6,9 +6,6 @@ import random
 
 from taskgym.domains.cad.generators import Design
 
-NAME = "flange"
-DESCRIPTION = "Round flange with raised hub, through bore and bolt circle."
-
 
 def design(rng: random.Random) -> Design:
     outer = rng.randrange(60, 141, 10)

@@ -7,9 +7,6 @@ import random
 
 from taskgym.domains.cad.generators import Design
 
-NAME = "plate"
-DESCRIPTION = "Rectangular plate with a hole grid or bolt circle and rounded corners."
-
 
 def design(rng: random.Random) -> Design:
     length = rng.randrange(60, 161, 5)

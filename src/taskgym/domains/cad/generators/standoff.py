@@ -6,9 +6,6 @@ import random
 
 from taskgym.domains.cad.generators import Design
 
-NAME = "standoff"
-DESCRIPTION = "Hex or round standoff with a through hole and chamfers; placement is free."
-
 
 def design(rng: random.Random) -> Design:
     height = rng.randrange(8, 41, 2)

@@ -168,8 +168,8 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
         view = request["view"]
         os.makedirs(RENDERS, exist_ok=True)
         path = f"{RENDERS}/render-{view}.png"
-        with open(path, "wb") as handle_:
-            handle_.write(render.render_png(shape, view))
+        with open(path, "wb") as image:
+            image.write(render.render_png(shape, view))
         return {"ok": True, "text": f"{view} view of the current shape (image attached; also "
                                     f"saved as {path})", "png": path}
     if op == "measure":
