@@ -116,6 +116,18 @@ def run_checks() -> list[Check]:
                                 ["/usr/bin/python3", "-c", pytest_probe], "python3 python3-pytest"))
     for tool, package in (("git", "git"), ("make", "make"), ("gcc", "gcc libc6-dev")):
         checks.append(_sandbox_tool(f"coding: {tool}", [tool, "--version"], package))
+    checks.append(_cadquery())
     checks.append(_pdf_extra())
     checks.extend(_docker_checks())
     return checks
+
+
+def _cadquery() -> Check:
+    import importlib.metadata
+
+    try:
+        version = importlib.metadata.version("cadquery")
+    except importlib.metadata.PackageNotFoundError:
+        return Check("cad: cadquery", False, "not installed (cad-cadquery-v0 needs it)",
+                     "pip install 'taskgym[cad]'")
+    return Check("cad: cadquery", True, f"cadquery {version}")

@@ -39,6 +39,8 @@ _lock = threading.Lock()
 _BUILTIN = (
     EnvInfo("coding-terminal-v0", "taskgym.domains.coding:CodingEnv",
             "Solve a programming or ops task in a sandboxed shell; hidden tests decide."),
+    EnvInfo("cad-cadquery-v0", "taskgym.domains.cad:CadEnv",
+            "Write a CadQuery script for a described part; geometry (IoU) decides."),
     EnvInfo("finance-pdf-v0", "taskgym.domains.finance:FinanceEnv",
             "Answer questions about financial PDF filings; normalised numbers decide."),
 )

@@ -1,0 +1,194 @@
+"""``cad-cadquery-v0``: write a CadQuery script for a described part; geometry decides."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shlex
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from taskgym.core.env import TaskEnv
+from taskgym.core.paths import envs_dir
+from taskgym.core.reward import RewardResult
+from taskgym.core.task import FolderTaskSet, Task, TaskSet
+from taskgym.core.tool import Tool, ToolResult
+from taskgym.domains.cad.generators import generated_tasks
+from taskgym.domains.cad.settings import settings_of
+from taskgym.domains.cad.verifier import INSIDE_DIR, INSIDE_MOUNT, grade_code
+from taskgym.errors import MissingDependencyError
+from taskgym.sandbox import SandboxSpec, Session
+from taskgym.tools import shell_tools
+
+__all__ = ["PART_FILE", "CadEnv"]
+
+ENV_ID = "cad-cadquery-v0"
+PART_FILE = "part.py"
+"""The submission: ``/app/part.py``. run_cadquery(code) writes it; submit grades it."""
+MIN_MEMORY_MB = 2048
+WORKER_START_SEC = 180.0
+PART_LIMIT = 1 << 20
+
+_CONVENTION = (
+    "\n\n---\nModel the part with CadQuery (`import cadquery as cq`) in millimetres and assign it "
+    "to a variable named `result` (or call `show_object(part)`). `run_cadquery(code)` saves the "
+    "code as /app/part.py and runs it; `render` and `measure` inspect the last part it built. "
+    "`submit` grades /app/part.py (or the code you pass to it): it must build exactly one valid "
+    "closed solid, and is scored by its volume overlap (IoU) with the hidden reference part.\n")
+
+
+class RunArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    code: str | None = Field(default=None, description=(
+        "CadQuery Python code that assigns the part to `result`; saved as /app/part.py. "
+        "Omit to run /app/part.py as it is."))
+
+
+class RenderArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    view: Literal["iso", "front", "top", "right"] = Field(default="iso", description=(
+        "iso: from (+X, -Y, +Z); front: looking along +Y; top: looking down -Z; right: "
+        "looking along -X."))
+
+
+class MeasureArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    query: Literal["bbox", "holes", "faces", "point", "distance"] = Field(description=(
+        "bbox: size, volume and centre of mass; holes: round holes (diameter, axis, depth); "
+        "faces: each face's type, area, centre (and normal if planar); point: distance from "
+        "`point` to the surface and whether it is inside; distance: between the surface points "
+        "nearest to `point` and `point_b`."))
+    point: tuple[float, float, float] | None = Field(default=None, description="[x, y, z] in mm")
+    point_b: tuple[float, float, float] | None = Field(default=None, description="[x, y, z] in mm")
+
+
+class SubmitCodeArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    code: str | None = Field(default=None, description=(
+        "Final CadQuery code (saved as /app/part.py first); omit to submit /app/part.py."))
+
+
+class CadEnv(TaskEnv):
+    """CadQuery in a sandbox with a warm worker; ``submit`` compares the part with a hidden one.
+
+    ``tasks`` may also be ``"curated"`` (the default), ``"generated"`` (every family) or
+    ``"generated:<family>[,<family>...]"``.
+    """
+
+    domain = "cad"
+    description = "Write a CadQuery script for a described part; geometry (IoU) decides."
+    image = "taskgym/cad-cadquery-v0"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        sandbox = kwargs.get("sandbox", args[1] if len(args) > 1 else "local")
+        if sandbox == "local" and importlib.util.find_spec("cadquery") is None:
+            raise MissingDependencyError(
+                "cad-cadquery-v0 runs CadQuery inside the local sandbox with this Python, which "
+                "lacks it: pip install 'taskgym[cad]'")
+        super().__init__(*args, **kwargs)
+
+    def default_tasks(self) -> TaskSet:
+        return FolderTaskSet(envs_dir() / ENV_ID / "tasks", self.domain)
+
+    def named_tasks(self, name: str) -> TaskSet | None:
+        if name == "curated":
+            return self.default_tasks()
+        if name == "generated":
+            return generated_tasks()
+        if name.startswith("generated:"):
+            return generated_tasks(tuple(n for n in name.split(":", 1)[1].split(",") if n))
+        return None
+
+    def sandbox_spec(self, task: Task) -> SandboxSpec:
+        limits = self.limits(task)
+        return SandboxSpec(memory_mb=max(limits.memory_mb, MIN_MEMORY_MB), pids=limits.pids,
+                           disk_mb=limits.disk_mb, command_timeout_sec=limits.command_timeout_sec,
+                           host_python=True, ro_binds={str(INSIDE_DIR): INSIDE_MOUNT},
+                           image=self.container_image(task))
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[dict[str, str], dict[str, Any]]:
+        obs, info = super().reset(seed=seed, options=options)
+        obs = {"text": obs["text"] + _CONVENTION}
+        return obs, info
+
+    # -- tools ------------------------------------------------------------------------
+    def _call_worker(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+        command = (f"python3 -I -S {INSIDE_MOUNT}/worker.py call "
+                   f"{shlex.quote(json.dumps(request))}")
+        limit = max(1.0, min(timeout + WORKER_START_SEC, self.remaining_seconds()))
+        result = self.session.exec(command, timeout=limit)
+        try:
+            reply: dict[str, Any] = json.loads(result.stdout)
+            return reply
+        except ValueError:
+            detail = (result.stdout + result.stderr)[-1500:]
+            timed = " (timed out)" if result.timed_out else ""
+            return {"ok": False, "text": f"the CadQuery worker gave no answer{timed}:\n{detail}"}
+
+    def _run_cadquery(self, args: RunArgs) -> ToolResult:
+        if args.code is not None:
+            self.session.write_file(PART_FILE, args.code.encode("utf-8", "surrogateescape"))
+        assert self.task is not None
+        settings = settings_of(self.task)
+        reply = self._call_worker({"op": "run", "path": f"/app/{PART_FILE}",
+                                   "timeout": settings.run_timeout_sec,
+                                   "memory_mb": settings.run_memory_mb}, settings.run_timeout_sec)
+        return ToolResult(reply["text"], info={"ok": reply["ok"], "timing": reply.get("timing")})
+
+    def _render(self, args: RenderArgs) -> ToolResult:
+        reply = self._call_worker({"op": "render", "view": args.view, "timeout": 60}, 60)
+        if not reply["ok"]:
+            return ToolResult(reply["text"], error=reply["text"])
+        return ToolResult(reply["text"], images=(self.session.read_file(reply["png"]),))
+
+    def _measure(self, args: MeasureArgs) -> ToolResult:
+        request: dict[str, Any] = {"op": "measure", "query": args.query, "timeout": 60}
+        needed = {"point": ("point",), "distance": ("point", "point_b")}.get(args.query, ())
+        for key in ("point", "point_b"):
+            value = getattr(args, key)
+            if value is None and key in needed:
+                message = f"measure {args.query!r} needs `{key}` as [x, y, z]"
+                return ToolResult(f"error: {message}", error=message)
+            request[key] = value
+        reply = self._call_worker(request, 60)
+        return ToolResult(reply["text"], error=None if reply["ok"] else reply["text"])
+
+    def _submit(self, args: SubmitCodeArgs) -> ToolResult:
+        if args.code is not None:
+            self.session.write_file(PART_FILE, args.code.encode("utf-8", "surrogateescape"))
+        return ToolResult("submitted /app/part.py", done=True)
+
+    def make_tools(self) -> list[Tool]:
+        def max_timeout() -> float:
+            return max(1.0, min(self.episode_limits.command_timeout_sec, self.remaining_seconds()))
+
+        return [
+            Tool("run_cadquery", "Save CadQuery code as /app/part.py and run it (bounded in time "
+                 "and memory). Reports errors with a short traceback, else the part's solids, "
+                 "validity, volume, area, bounding box, centre of mass and face/edge counts.",
+                 RunArgs, self._run_cadquery),
+            Tool("render", "A shaded PNG of the last part built by run_cadquery (image attached), "
+                 "isometric or an orthographic view with millimetre axes.",
+                 RenderArgs, self._render),
+            Tool("measure", "Measure the last part built by run_cadquery: bounding box, round "
+                 "holes, faces, distances from points.", MeasureArgs, self._measure),
+            *shell_tools(lambda: self.session, max_timeout),
+            Tool("submit", "Grade /app/part.py (after saving `code` there, if given) against the "
+                 "hidden reference part; ends the episode.", SubmitCodeArgs, self._submit),
+        ]
+
+    # -- grading ----------------------------------------------------------------------
+    def verify(self, task: Task, session: Session) -> RewardResult:
+        try:
+            code = session.read_file(PART_FILE, limit=PART_LIMIT + 1)
+        except (OSError, ValueError) as exc:
+            return RewardResult.failed(f"nothing to grade: /app/{PART_FILE} is missing ({exc})")
+        if len(code) > PART_LIMIT:
+            return RewardResult.failed(f"/app/{PART_FILE} is over {PART_LIMIT} bytes")
+        return grade_code(task, code, self.backend)
+
+    def oracle_actions(self, task: Task) -> list[dict[str, Any]]:
+        code = (task.path / "solution" / "solve.py").read_text()
+        return [{"tool": "submit", "args": {"code": code}}]

@@ -1,0 +1,66 @@
+"""The ``[cad]`` table of a CAD task's task.toml, and where its hidden reference lies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from taskgym.core.task import Task
+from taskgym.errors import ConfigError
+
+__all__ = ["REFERENCE_NAMES", "CadChecks", "CadSettings", "reference_file", "settings_of"]
+
+REFERENCE_NAMES = ("reference.py", "reference.step", "reference.stp", "reference.stl")
+"""Accepted hidden references in ``tests/``: a CadQuery script, a STEP file, a closed STL mesh."""
+
+
+class CadChecks(BaseModel):
+    """Named checks that must pass, besides the IoU threshold, for success."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    bbox_tol_mm: float | Literal[False] = Field(default=0.1, ge=0)
+    """Largest allowed difference of the overall size along X, Y and Z; ``false`` turns it off."""
+    hole_diameter_tol_mm: float | Literal[False] = Field(default=0.05, ge=0)
+    """Round holes must match the reference's in count per diameter, within this tolerance;
+    ``false`` turns the check off."""
+    holes: tuple[tuple[float, int], ...] | None = None
+    """Expected ``[[diameter_mm, count], ...]``; by default read off the reference (needed for
+    STL references, whose holes are facets, not cylinders)."""
+
+
+class CadSettings(BaseModel):
+    """How a part is built and compared; every length is in millimetres."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    units: Literal["mm", "cm", "m", "in"] = "mm"
+    """Units of the reference file; the agent always models in millimetres."""
+    placement: Literal["fixed", "free"] = "fixed"
+    """``fixed``: the part must sit where the instruction says. ``free``: it is moved so its
+    centre of mass meets the reference's before comparing (orientation still matters)."""
+    iou_threshold: float = Field(default=0.95, gt=0, le=1)
+    run_timeout_sec: float = Field(default=60.0, gt=0)
+    """Longest run of the agent's code (in run_cadquery and when grading)."""
+    run_memory_mb: int = Field(default=1024, ge=64)
+    """Memory the agent's code may allocate beyond a warm CadQuery interpreter."""
+    checks: CadChecks = CadChecks()
+
+
+def settings_of(task: Task) -> CadSettings:
+    """``task``'s ``[cad]`` settings; :class:`ConfigError` names a bad key."""
+    try:
+        return CadSettings.model_validate(task.config.get("cad", {}))
+    except ValidationError as exc:
+        raise ConfigError(f"{task.path / 'task.toml'} [cad]: {exc}") from exc
+
+
+def reference_file(task: Task) -> Path:
+    """The task's one hidden reference file."""
+    found = [task.path / "tests" / n for n in REFERENCE_NAMES if (task.path / "tests" / n).is_file()]
+    if len(found) != 1:
+        raise ConfigError(f"{task.path / 'tests'} must hold exactly one of "
+                          f"{', '.join(REFERENCE_NAMES)}; found {len(found)}")
+    return found[0]
