@@ -95,7 +95,17 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         """Actions that solve ``task`` (from its reference solution), ending with submit."""
 
     def named_tasks(self, name: str) -> TaskSet | None:
-        """A task set the domain knows by name (``"generated"``...), else ``None``."""
+        """A task set known by name, else ``None``: ``"curated"`` (the default set),
+        ``"generated"`` (every generator) and ``"generated:<name>[,<name>...]"``."""
+        if name == "curated":
+            return self.default_tasks()
+        if name == "generated" or name.startswith("generated:"):
+            return self.generated_tasks(tuple(n for n in name.partition(":")[2].split(",") if n))
+        return None
+
+    def generated_tasks(self, names: tuple[str, ...]) -> TaskSet | None:
+        """Seeded tasks of the named generators (every one when ``names`` is empty), for
+        domains that have generators."""
         return None
 
     def workspace_seed(self, task: Task) -> Path | None:

@@ -14,7 +14,7 @@ from taskgym.core.paths import envs_dir
 from taskgym.core.reward import RewardResult
 from taskgym.core.task import FolderTaskSet, Task, TaskSet
 from taskgym.core.tool import Tool, ToolResult
-from taskgym.domains.cad.generators import generated_tasks
+from taskgym.domains.cad.generators import FAMILIES, generated_tasks
 from taskgym.domains.cad.settings import settings_of
 from taskgym.domains.cad.verifier import INSIDE_DIR, INSIDE_MOUNT, grade_code
 from taskgym.errors import MissingDependencyError
@@ -91,14 +91,8 @@ class CadEnv(TaskEnv):
     def default_tasks(self) -> TaskSet:
         return FolderTaskSet(envs_dir() / ENV_ID / "tasks", self.domain)
 
-    def named_tasks(self, name: str) -> TaskSet | None:
-        if name == "curated":
-            return self.default_tasks()
-        if name == "generated":
-            return generated_tasks()
-        if name.startswith("generated:"):
-            return generated_tasks(tuple(n for n in name.split(":", 1)[1].split(",") if n))
-        return None
+    def generated_tasks(self, names: tuple[str, ...]) -> TaskSet:
+        return generated_tasks(names or FAMILIES)
 
     def sandbox_spec(self, task: Task) -> SandboxSpec:
         limits = self.limits(task)

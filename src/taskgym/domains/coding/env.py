@@ -100,14 +100,8 @@ class CodingEnv(TaskEnv):
     def default_tasks(self) -> TaskSet:
         return FolderTaskSet(envs_dir() / ENV_ID / "tasks", self.domain)
 
-    def named_tasks(self, name: str) -> TaskSet | None:
-        if name == "curated":
-            return self.default_tasks()
-        if name == "generated":
-            return generated_tasks()
-        if name.startswith("generated:"):
-            return generated_tasks(tuple(n for n in name.split(":", 1)[1].split(",") if n))
-        return None
+    def generated_tasks(self, names: tuple[str, ...]) -> TaskSet:
+        return generated_tasks(names or GENERATORS)
 
     def make_tools(self) -> list[Tool]:
         def max_timeout() -> float:
