@@ -11,10 +11,14 @@ import errno
 import os
 import stat
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
-from taskgym.errors import ConfigError
+from taskgym.errors import ConfigError, SandboxError
 
-__all__ = ["copy_in", "copy_out", "read_file", "relative_parts", "write_file"]
+if TYPE_CHECKING:
+    from taskgym.sandbox.base import SandboxSpec
+
+__all__ = ["WorkspaceFiles", "copy_in", "copy_out", "read_file", "relative_parts", "write_file"]
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -182,3 +186,27 @@ def copy_out(root_fd: int, dest: Path) -> None:
                 finally:
                     os.close(fd)
                 os.chmod(target, stat.S_IMODE(st.st_mode))
+
+
+class WorkspaceFiles:
+    """A session's file tools, through the descriptor of its workspace it holds in ``_root_fd``
+    (``-1`` once closed): the local and the docker sessions both reach their workspace so."""
+
+    spec: SandboxSpec
+    _root_fd: int
+
+    def _root(self) -> int:
+        if self._root_fd < 0:
+            raise SandboxError("the session is closed")
+        return self._root_fd
+
+    def read_file(self, path: str, limit: int | None = None) -> bytes:
+        parts = relative_parts(path, self.spec.workdir)
+        data, _size = read_file(self._root(), parts, limit if limit is not None else 1 << 30)
+        return data
+
+    def write_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
+        write_file(self._root(), relative_parts(path, self.spec.workdir), data, mode & 0o777)
+
+    def export_workspace(self, dest: Path) -> None:
+        copy_out(self._root(), dest)

@@ -8,9 +8,10 @@ control folder, ``docker-init`` as pid 1, uid 1000; never privileged, no host pa
 The container's main process only waits for end-of-file on its stdin, which this process
 holds open through an attach stream (``stdin_once``): when this process dies, even by
 SIGKILL, the stream closes, the container exits and the engine removes it. Commands travel
-through one ``docker exec -i`` bash kept open for the episode, with the same marker
-protocol as the local backend (short commands ride the trigger line; longer ones are
-sourced from a file on the control tmpfs). A warm pool per container shape holds started
+through one ``docker exec -i`` bash kept open for the episode, with the local backend's
+command encoding (:mod:`taskgym.sandbox._commands`: short commands ride the trigger line;
+longer ones are sourced from a file on the control tmpfs); the end of each command is
+marked in the output streams themselves. A warm pool per container shape holds started
 containers with their shell already open, so ``start()`` pays no container start.
 
 The engine must run on this machine and taskgym as root: files move in and out of the
@@ -525,7 +526,7 @@ class DockerBackend(Backend):
         self.pool.drain()
 
 
-class DockerSession(Session):
+class DockerSession(_fs.WorkspaceFiles, Session):
     """A container with a persistent bash; see :class:`taskgym.sandbox.Session`."""
 
     limits_enforced_by = "cgroup"
@@ -625,23 +626,9 @@ class DockerSession(Session):
             self.close()
 
     # -- files ------------------------------------------------------------------------
-    def _root(self) -> int:
-        if self._root_fd < 0:
-            raise SandboxError("the session is closed")
-        return self._root_fd
-
-    def read_file(self, path: str, limit: int | None = None) -> bytes:
-        parts = _fs.relative_parts(path, self.spec.workdir)
-        data, _size = _fs.read_file(self._root(), parts, limit if limit is not None else 1 << 30)
-        return data
-
     def write_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
-        parts = _fs.relative_parts(path, self.spec.workdir)
-        _fs.write_file(self._root(), parts, data, mode & 0o777)
-        _own_path(self._root(), parts)
-
-    def export_workspace(self, dest: Path) -> None:
-        _fs.copy_out(self._root(), dest)
+        super().write_file(path, data, mode)
+        _own_path(self._root(), _fs.relative_parts(path, self.spec.workdir))
 
     # -- commands ---------------------------------------------------------------------
     def exec(self, command: str, timeout: float | None = None) -> ExecResult:

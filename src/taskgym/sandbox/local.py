@@ -338,7 +338,7 @@ class _Launched:
             self.cgroup = None
 
 
-class LocalSession(Session):
+class LocalSession(_fs.WorkspaceFiles, Session):
     """A bubblewrap sandbox with a persistent bash; see :class:`taskgym.sandbox.Session`.
 
     The shell reads a tiny script from a control pipe. For each command the host writes
@@ -409,9 +409,6 @@ class LocalSession(Session):
             proc_root = f"/proc/{launched.init_pid}/root"
             control = os.open(proc_root + CONTROL_DIR, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             try:
-                for attr in ("_cmd_fd", "_out_fd", "_err_fd"):
-                    if getattr(self, attr) >= 0:
-                        os.close(getattr(self, attr))
                 self._cmd_fd = os.open("cmd", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644,
                                        dir_fd=control)
                 self._commands = CommandFile(self._cmd_fd)
@@ -455,9 +452,14 @@ class LocalSession(Session):
                                                 used.peak_memory_bytes)
             self._proc.close()
             self._proc = None
-        if self._ctl >= 0:
-            os.close(self._ctl)
-            self._ctl = -1
+        self._close_fds("_ctl", "_cmd_fd", "_out_fd", "_err_fd")  # the stopped shell's
+
+    def _close_fds(self, *attrs: str) -> None:
+        for attr in attrs:
+            fd = getattr(self, attr)
+            if fd >= 0:
+                os.close(fd)
+                setattr(self, attr, -1)
 
     @property
     def alive(self) -> bool:
@@ -476,33 +478,11 @@ class LocalSession(Session):
 
     def close(self) -> None:
         self._shutdown_processes()
-        for attr in ("_root_fd", "_cmd_fd", "_out_fd", "_err_fd"):
-            fd = getattr(self, attr)
-            if fd >= 0:
-                os.close(fd)
-                setattr(self, attr, -1)
+        self._close_fds("_root_fd")
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
             self.close()
-
-    # -- files ------------------------------------------------------------------------
-    def _root(self) -> int:
-        if self._root_fd < 0:
-            raise SandboxError("the session is closed")
-        return self._root_fd
-
-    def read_file(self, path: str, limit: int | None = None) -> bytes:
-        parts = _fs.relative_parts(path, self.spec.workdir)
-        data, _size = _fs.read_file(self._root(), parts, limit if limit is not None else 1 << 30)
-        return data
-
-    def write_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
-        parts = _fs.relative_parts(path, self.spec.workdir)
-        _fs.write_file(self._root(), parts, data, mode & 0o777)
-
-    def export_workspace(self, dest: Path) -> None:
-        _fs.copy_out(self._root(), dest)
 
     # -- commands ---------------------------------------------------------------------
     def exec(self, command: str, timeout: float | None = None) -> ExecResult:
