@@ -21,8 +21,17 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import taskgym
+from taskgym.agents import NullAgent, OracleAgent
+from taskgym.evaluation import run_episode
 from taskgym.sandbox import SandboxSpec
-from taskgym.sandbox.docker import LABEL, OWNER_LABEL, DockerBackend, DockerSession
+from taskgym.sandbox.docker import (
+    KEEPER_UID,
+    LABEL,
+    OWNER_LABEL,
+    SANDBOX_UID,
+    DockerBackend,
+    DockerSession,
+)
 
 pytestmark = pytest.mark.docker
 
@@ -54,6 +63,7 @@ def test_the_container_is_hardened(docker_backend: DockerBackend) -> None:
     with docker_backend.start(spec) as session:
         assert isinstance(session, DockerSession)
         info = docker_backend.api.inspect_container(session._container.id)
+        assert session.exec("id -u; id -g").stdout == f"{SANDBOX_UID}\n{SANDBOX_UID}\n"
     host = info["HostConfig"]
     assert host["NetworkMode"] == "none" and host["CapDrop"] == ["ALL"]
     assert "no-new-privileges" in host["SecurityOpt"]
@@ -63,7 +73,8 @@ def test_the_container_is_hardened(docker_backend: DockerBackend) -> None:
     assert host["PidsLimit"] == 50
     assert not host.get("Binds") and not info["Mounts"], "a host path is mounted"
     assert set(host["Tmpfs"]) == {"/app", "/tmp", "/.taskgym"}
-    assert info["Config"]["User"] == "1000:1000"
+    # init and the main process run as a second unprivileged user the sandbox's cannot signal
+    assert info["Config"]["User"] == f"{KEEPER_UID}:{KEEPER_UID}" != f"{SANDBOX_UID}:{SANDBOX_UID}"
     assert info["Config"]["Labels"][LABEL] == "1"
     assert info["Config"]["Labels"][OWNER_LABEL] == docker_backend.owner
 
@@ -112,6 +123,8 @@ def test_stop_kills_orphans_adopted_by_init(docker_backend: DockerBackend,
 
 _HOLDER = """
 import sys, time
+from taskgym.agents import NullAgent, OracleAgent
+from taskgym.evaluation import run_episode
 from taskgym.sandbox import SandboxSpec
 from taskgym.sandbox.docker import DockerBackend
 backend = DockerBackend(pool_size=1)
@@ -239,6 +252,20 @@ def test_every_env_id_makes_and_checks_on_docker(env_id: str) -> None:
     env = taskgym.make(env_id, sandbox="docker", max_steps=3)
     try:
         check_env(env.unwrapped)
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("env_id", sorted(taskgym.list_envs()))
+def test_every_env_grades_on_docker(env_id: str) -> None:
+    """One curated task per env: its oracle scores 1 and a null agent 0 inside containers
+    (grading runs in a one-shot container, with what that backend relays)."""
+    env = taskgym.make(env_id, sandbox="docker")
+    try:
+        oracle = run_episode(env, OracleAgent(env), seed=0)
+        assert (oracle.score, oracle.success) == (1.0, True), oracle
+        null = run_episode(env, NullAgent(), seed=0)
+        assert (null.score, null.success) == (0.0, False), null
     finally:
         env.close()
 

@@ -120,6 +120,20 @@ def check_shell_exit_recovers(backend: Backend) -> None:
 
 
 @_check
+def check_killing_every_process_recovers(backend: Backend) -> None:
+    """``kill -9 -1`` signals everything the sandbox user may: it must end the user's
+    processes, never the sandbox holding them (a grader clears a sandbox this way)."""
+    with backend.start(SandboxSpec()) as s:
+        s.write_file("kept.txt", b"kept")
+        s.exec("sleep 100 & kill -9 -1; echo after")
+        r = s.exec("cat kept.txt")
+        _expect(r.stdout == "kept" and r.exit_code == 0, f"after kill -9 -1: {r}")
+    result, _ = backend.run(SandboxSpec(), ["/bin/bash", "-c", "sleep 100 & kill -9 -1; echo survived"],
+                            timeout=30)
+    _expect(result.stdout == "survived\n", f"a one-shot run that ran kill -9 -1: {result}")
+
+
+@_check
 def check_output_is_capped(backend: Backend) -> None:
     spec = SandboxSpec(output_limit_bytes=4096, stream_limit_bytes=1 << 20)
     with backend.start(spec) as s:
@@ -320,16 +334,23 @@ def check_one_shot_run(backend: Backend) -> None:
         seed = Path(tmp)
         (seed / "in.txt").write_text("seeded\n")
         read_fd, write_fd = os.pipe()
+        secret = tempfile.TemporaryFile()  # read and write, as a grader hands over a reference
+        secret.write(b"skipped\nsecret\n")
+        secret.flush()
+        secret.seek(8)
         try:
             result, usage = backend.run(
-                SandboxSpec(env={"REPORT_FD": str(write_fd)}),
-                ["/bin/bash", "-c", 'cat in.txt; echo channel >&"$REPORT_FD"; exit 4'],
-                seed=seed, timeout=30, pass_fds=[write_fd])
+                SandboxSpec(env={"REPORT_FD": str(write_fd), "SECRET_FD": str(secret.fileno())}),
+                ["/bin/bash", "-c",
+                 'cat in.txt; cat <&"$SECRET_FD"; echo channel >&"$REPORT_FD"; exit 4'],
+                seed=seed, timeout=30, pass_fds=[write_fd, secret.fileno()])
         finally:
             os.close(write_fd)
+            secret.close()
         with os.fdopen(read_fd) as channel:
             _expect(channel.read() == "channel\n", "pass_fds did not reach the command")
-        _expect(result.stdout == "seeded\n" and result.exit_code == 4, f"one-shot run: {result}")
+        _expect(result.stdout == "seeded\nsecret\n" and result.exit_code == 4,
+                f"one-shot run: {result}")
         result, _ = backend.run(SandboxSpec(), ["/bin/sh", "-c", "sleep 100 & sleep 100"],
                                 timeout=1)
         _expect(result.timed_out and result.duration_sec < 10, f"one-shot timeout: {result}")

@@ -34,6 +34,7 @@ import queue
 import select
 import shutil
 import socket
+import stat
 import sys
 import threading
 import time
@@ -62,6 +63,9 @@ from taskgym.sandbox.local import _sandbox_processes, _start_tick, _text, _ticks
 __all__ = ["DockerBackend", "DockerSession"]
 
 SANDBOX_UID = 1000
+KEEPER_UID = 65534
+"""The container's init and main process run as this other unprivileged user, so nothing the
+sandbox user runs (``kill -9 -1``, a grader clearing the sandbox) can end the container."""
 LABEL = "taskgym"
 OWNER_LABEL = "taskgym.owner"
 _POOLED_SHAPES = 4
@@ -118,7 +122,7 @@ class _Container:
             tmpfs=tmpfs, init=True, auto_remove=True, privileged=False)
         config = api.create_container_config(
             shape.image, command=["/bin/sh", "-c", "exec cat >/dev/null"],
-            user=f"{SANDBOX_UID}:{SANDBOX_UID}", working_dir=shape.workdir, hostname="sandbox",
+            user=f"{KEEPER_UID}:{KEEPER_UID}", working_dir="/", hostname="sandbox",
             stdin_open=True, tty=False, network_disabled=True,
             labels={LABEL: "1", OWNER_LABEL: owner}, host_config=host_config)
         config["StdinOnce"] = True  # stdin closes when the owner's stream does
@@ -489,9 +493,9 @@ class DockerBackend(Backend):
         pass_fds: Sequence[int] = (),
     ) -> tuple[ExecResult, ResourceUsage]:
         """A fresh container, as :meth:`start` makes for ``ro_binds``. ``pass_fds`` are relayed:
-        an fd open for reading is copied into a file the command opens under the same number
-        (then deleted), one open for writing becomes a FIFO drained into the host fd while
-        the command runs."""
+        an fd open for reading (or a regular file open for reading and writing) is copied from
+        its offset into a file the command opens under the same number (then deleted), one
+        open for writing becomes a FIFO drained into the host fd while the command runs."""
         session = self._fresh(spec, seed)
         container = session._container
         relays: list[_FifoRelay] = []
@@ -822,9 +826,11 @@ class _FifoRelay:
 
 
 def _is_read_end(fd: int) -> bool:
+    """Whether the command reads ``fd``: open read-only, or a regular file open for both."""
     import fcntl
 
-    return fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY
+    mode = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE
+    return mode == os.O_RDONLY or (mode == os.O_RDWR and stat.S_ISREG(os.fstat(fd).st_mode))
 
 
 def _read_available(fd: int) -> bytes:

@@ -91,10 +91,12 @@ def run_submission(timeout: float, memory_mb: int) -> str | None:
 
 
 def _kill_everything_else() -> None:
-    """SIGKILL every process of this sandbox except this one and its init, until none is left."""
-    me, parent = os.getpid(), os.getppid()
+    """SIGKILL every process of this sandbox user except this one and its parent, until none
+    is left (processes of other users, such as a container's init, are not the code's)."""
+    me, parent, uid = os.getpid(), os.getppid(), os.getuid()
     for _ in range(50):
-        others = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in (me, parent, 1)]
+        others = [int(p) for p in os.listdir("/proc")
+                  if p.isdigit() and int(p) not in (me, parent, 1) and _owner(p) == uid]
         if not others:
             return
         for pid in others:
@@ -108,6 +110,13 @@ def _kill_everything_else() -> None:
         except ChildProcessError:
             pass
         time.sleep(0.01)
+
+
+def _owner(pid: str) -> int:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return -1
 
 
 def _read_all(fd: int) -> bytes:
