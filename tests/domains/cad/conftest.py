@@ -27,13 +27,14 @@ def curated_env() -> Iterator[gym.Env[Any, Any]]:
     env.close()
 
 
-@pytest.fixture(scope="session")
-def grade(local_backend: Backend, curated_env: gym.Env[Any, Any]) -> Callable[[str, str], RewardResult]:
-    """Grade ``code`` as a submission for the curated task ``task_id``, as submit would."""
+@pytest.fixture(scope="module")
+def grade(backend: Backend, curated_env: gym.Env[Any, Any]) -> Callable[[str, str], RewardResult]:
+    """Grade ``code`` as a submission for the curated task ``task_id``, as submit would, on
+    each backend in turn."""
 
     def run(task_id: str, code: str) -> RewardResult:
         task: Task = curated_env.unwrapped.task_set.get(task_id)  # type: ignore[attr-defined]
-        return grade_code(task, code.encode(), local_backend)
+        return grade_code(task, code.encode(), backend)
 
     return run
 

@@ -1,4 +1,5 @@
-"""Wrong parts score low and reward hacks score zero, through the real grader."""
+"""Wrong parts score low and reward hacks score zero, through the real grader, on every
+backend (the docker variants grade in a fresh container)."""
 
 from __future__ import annotations
 
@@ -73,11 +74,11 @@ def test_the_gate_fails_without_exactly_one_solid(grade: Grade, code: str, reaso
     "chunks = []\nwhile True:\n    chunks.append(bytearray(50_000_000))\n",
     "import os\nwhile True:\n    os.fork()\n",
 ], ids=["endless-loop", "allocation-bomb", "fork-bomb"])
-def test_runaway_code_scores_zero_within_its_bounds(local_backend: Backend, tight_task: Path,
+def test_runaway_code_scores_zero_within_its_bounds(backend: Backend, tight_task: Path,
                                                     code: str) -> None:
     task = load_task(tight_task, "cad")
     started = time.monotonic()
-    result = grade_code(task, code.encode(), local_backend)
+    result = grade_code(task, code.encode(), backend)
     assert (result.score, result.gate) == (0.0, False), result
     assert time.monotonic() - started < 90
 
