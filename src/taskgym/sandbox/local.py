@@ -34,7 +34,7 @@ from pathlib import Path
 
 from taskgym.core.paths import envs_dir
 from taskgym.errors import ConfigError, SandboxError, SandboxUnavailableError
-from taskgym.sandbox import _fs
+from taskgym.sandbox import _fs, _gil_held
 from taskgym.sandbox._cgroups import CgroupLimits, rlimit_fallback
 from taskgym.sandbox._commands import CONTROL_DIR, CONTROL_MB, CommandFile
 from taskgym.sandbox._reaper import proc_stat, reap_once, runtime_root, session_name
@@ -387,6 +387,7 @@ class LocalSession(_fs.WorkspaceFiles, Session):
         self._proc = launched
         self.limits_enforced_by = "cgroup" if launched.cgroup is not None else "rlimit"
         self._ctl = ctl_w
+        os.set_blocking(ctl_w, False)  # written holding the GIL: full must fail, not wait
         proc = launched.proc
         assert proc.stdout and proc.stderr
         self._status, self._bwrap_err = proc.stdout.fileno(), proc.stderr.fileno()
@@ -412,9 +413,8 @@ class LocalSession(_fs.WorkspaceFiles, Session):
                 self._cmd_fd = os.open("cmd", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644,
                                        dir_fd=control)
                 self._commands = CommandFile(self._cmd_fd)
-                flags = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC
-                self._out_fd = os.open("o/out", flags, dir_fd=control)
-                self._err_fd = os.open("e/err", flags, dir_fd=control)
+                self._out_fd = _open_output("o/out", control)
+                self._err_fd = _open_output("e/err", control)
                 self._out_off = self._err_off = 0
             finally:
                 os.close(control)
@@ -514,10 +514,12 @@ class LocalSession(_fs.WorkspaceFiles, Session):
         timed_out = runaway = hung = dead = False
         give_up: float | None = None
         try:
-            os.write(self._ctl, script)
+            _gil_held.write(self._ctl, script)
         except BrokenPipeError:
             dead = True
-        while not dead and code is None:
+        except BlockingIOError:  # the shell stopped reading its input: treat it as hung
+            hung = True
+        while not (dead or hung) and code is None:
             now = time.monotonic()
             wait_until = give_up if give_up is not None else deadline
             if now >= wait_until:
@@ -535,7 +537,7 @@ class LocalSession(_fs.WorkspaceFiles, Session):
                     runaway = True
                     self._kill_started(since)
                 continue
-            chunk = os.read(self._status, 4096)
+            chunk = _gil_held.read(self._status, 4096)
             if not chunk:  # the shell is gone
                 dead = True
                 break
@@ -727,12 +729,22 @@ def _text(data: bytes | bytearray, cap: int) -> str:
     return _cut(bytes(data[:half]), len(data) - 2 * half, bytes(data[-half:]))
 
 
+def _open_output(name: str, control: int) -> int:
+    """The host's descriptor of an output file; without access-time updates where allowed
+    (each step reads a file the shell has just written, which would dirty its inode)."""
+    flags = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        return os.open(name, flags | os.O_NOATIME, dir_fd=control)
+    except PermissionError:  # O_NOATIME needs the file's owner (or CAP_FOWNER)
+        return os.open(name, flags, dir_fd=control)
+
+
 def _read_capped(fd: int, offset: int, cap: int) -> tuple[str, int, bool]:
     """An output file from ``offset`` on, as text (head and tail past ``cap``); the offset
     read up to; whether the text was cut."""
     if fd < 0:
         return "", offset, False
-    data = os.pread(fd, cap + 1, offset)
+    data = _gil_held.pread(fd, cap + 1, offset)
     if len(data) <= cap:
         return data.decode("utf-8", errors="replace"), offset + len(data), False
     size = os.fstat(fd).st_size

@@ -1,0 +1,95 @@
+"""Small system calls made while holding the GIL, for the step loop of a sandbox session.
+
+``os.write``, ``os.read`` and ``os.pread`` release the GIL around the call. For a call that
+cannot block (a few bytes into a pipe with room, a read of what ``poll`` said is there, a
+read of a tmpfs file) the release buys nothing, and with many threads stepping sandboxes
+each release is a hand-over: the thread must then queue to take the GIL back. A step makes
+five such calls and one real wait; through libc as a ``ctypes.PyDLL`` function (which keeps
+the GIL) only the wait hands the GIL over. Where libc cannot be loaded this way the ``os``
+functions are used, with the same results.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["pread", "read", "write"]
+
+_CHUNK = 65536
+
+
+def _errno_error() -> OSError:
+    code = ctypes.get_errno()
+    return OSError(code, os.strerror(code))
+
+
+def _bind() -> tuple[Callable[[int, bytes], int], Callable[[int, int], bytes],
+                     Callable[[int, int, int], bytes]] | None:
+    try:
+        libc: Any = ctypes.PyDLL(None, use_errno=True)
+        c_write, c_read, c_pread = libc.write, libc.read, libc.pread
+    except (OSError, AttributeError):
+        return None
+    c_write.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+    c_write.restype = ctypes.c_ssize_t
+    c_read.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t]
+    c_read.restype = ctypes.c_ssize_t
+    c_pread.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int64]
+    c_pread.restype = ctypes.c_ssize_t
+
+    def write_held(fd: int, data: bytes) -> int:
+        while True:
+            done = c_write(fd, data, len(data))
+            if done >= 0:
+                return int(done)
+            if ctypes.get_errno() != errno.EINTR:
+                raise _errno_error()
+
+    local = threading.local()
+
+    def buffer() -> Any:
+        buf = getattr(local, "buf", None)
+        if buf is None:
+            buf = local.buf = ctypes.create_string_buffer(_CHUNK)
+        return buf
+
+    def read_held(fd: int, size: int) -> bytes:
+        size = min(size, _CHUNK)
+        buf = buffer()
+        while True:
+            got = c_read(fd, buf, size)
+            if got >= 0:
+                return ctypes.string_at(buf, got)
+            if ctypes.get_errno() != errno.EINTR:
+                raise _errno_error()
+
+    def pread_held(fd: int, size: int, offset: int) -> bytes:
+        chunk = min(size, _CHUNK)
+        buf = buffer()
+        while True:
+            got = c_pread(fd, buf, chunk, offset)
+            if got >= 0:
+                break
+            if ctypes.get_errno() != errno.EINTR:
+                raise _errno_error()
+        data = ctypes.string_at(buf, got)
+        if got == chunk < size:  # more than one chunk: the rest is big, let the GIL go
+            data += os.pread(fd, size - chunk, offset + chunk)
+        return data
+
+    return write_held, read_held, pread_held
+
+
+_BOUND = _bind()
+write: Callable[[int, bytes], int] = _BOUND[0] if _BOUND else os.write
+"""``os.write`` for a write that cannot block (a short write into a pipe with room)."""
+read: Callable[[int, int], bytes] = _BOUND[1] if _BOUND else os.read
+"""``os.read`` (of at most 64 KiB) for a read that cannot block (after ``poll`` said the
+data is there)."""
+pread: Callable[[int, int, int], bytes] = _BOUND[2] if _BOUND else os.pread
+"""``os.pread`` of a regular file; past 64 KiB the rest is read releasing the GIL."""
