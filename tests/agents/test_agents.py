@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
 import threading
@@ -247,6 +248,26 @@ def test_openai_sends_the_tool_result_back(server, tools_spec, no_openai_env):
                          "content": "hi\n[exit code 0]"}
     assert len(second) == 4
     assert server.requests[0]["auth"] is None  # no key, no header
+
+
+@pytest.mark.parametrize("images", [True, False])
+def test_openai_forwards_tool_images_when_asked(server, tools_spec, no_openai_env,
+                                                images: bool):
+    render = tool_call("call_R", "bash", {"command": "true"})
+    server.replies = [reply(render), reply(tool_call("call_S", "submit", {}))]
+    agent = OpenAIChatAgent(base_url=server.url, model="m", images=images)
+    agent.act({"text": "task"}, {"step": 0, "tools": tools_spec})
+    pngs = [b"\x89PNG first", b"\x89PNG second"]
+    agent.act({"text": "rendered"}, {"step": 1, "images": pngs})
+    messages = server.requests[1]["body"]["messages"]
+    assert messages[3] == {"role": "tool", "tool_call_id": "call_R", "content": "rendered"}
+    if not images:
+        assert len(messages) == 4  # a text-only model is never sent an image
+        return
+    [follow] = messages[4:]
+    assert follow["role"] == "user" and follow["content"][0]["type"] == "text"
+    urls = [part["image_url"]["url"] for part in follow["content"][1:]]
+    assert [base64.b64decode(u.removeprefix("data:image/png;base64,")) for u in urls] == pngs
 
 
 def test_openai_asks_again_when_no_tool_is_called(server, tools_spec, no_openai_env):

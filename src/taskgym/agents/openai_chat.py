@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import urllib.error
@@ -27,13 +28,16 @@ class OpenAIChatAgent(Agent):
         base_url: e.g. ``http://127.0.0.1:8000/v1``; default ``$OPENAI_BASE_URL``.
         model: model name as the server knows it; default ``$OPENAI_MODEL``.
         api_key: default ``$OPENAI_API_KEY`` (may be empty for local servers).
+        images: send the PNGs a tool returned (``info["images"]``: a CAD render, a PDF page)
+            to the model, as image parts of a user message after the tool's result; only for
+            servers whose model takes images (a text-only model rejects them). Off by default.
     """
 
     name = "openai"
 
     def __init__(self, base_url: str | None = None, model: str | None = None,
                  api_key: str | None = None, temperature: float = 0.0, max_tokens: int = 2048,
-                 timeout: float = 300.0) -> None:
+                 timeout: float = 300.0, images: bool = False) -> None:
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "").rstrip("/")
         self.model = model or os.environ.get("OPENAI_MODEL") or ""
         if not self.base_url or not self.model:
@@ -43,6 +47,7 @@ class OpenAIChatAgent(Agent):
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.timeout = timeout
+        self.images = images
         self.messages: list[dict[str, Any]] = []
         self.tools: list[dict[str, Any]] = []
         self._pending_call: str | None = None
@@ -55,6 +60,8 @@ class OpenAIChatAgent(Agent):
         elif self._pending_call is not None:
             self.messages.append({"role": "tool", "tool_call_id": self._pending_call,
                                   "content": observation["text"]})
+            if self.images and info.get("images"):  # a tool message may hold text only
+                self.messages.append({"role": "user", "content": _image_parts(info["images"])})
         self._pending_call = None
         for _attempt in range(3):
             message = self._complete()
@@ -93,3 +100,11 @@ class OpenAIChatAgent(Agent):
             raise ConfigError(f"unexpected reply from {self.base_url}: {str(payload)[:300]}") from exc
         message.setdefault("content", None)
         return {k: v for k, v in message.items() if k in ("role", "content", "tool_calls")}
+
+
+def _image_parts(images: list[bytes]) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = [{"type": "text", "text": "The images the tool returned:"}]
+    for png in images:
+        url = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+        parts.append({"type": "image_url", "image_url": {"url": url}})
+    return parts

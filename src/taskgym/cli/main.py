@@ -23,7 +23,7 @@ def _env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 def _agent_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     if args.agent == "openai":
-        return {"base_url": args.base_url, "model": args.model}
+        return {"base_url": args.base_url, "model": args.model, "images": args.images}
     if args.agent == "scripted":
         if not args.actions:
             raise SystemExit("--agent scripted needs --actions FILE (a JSON list of actions)")
@@ -184,6 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--seed", type=int)
         p.add_argument("--base-url", help="OpenAI-compatible server (agent openai)")
         p.add_argument("--model", help="model name (agent openai)")
+        p.add_argument("--images", action="store_true",
+                       help="send the images tools return to the model (agent openai; "
+                            "vision models only)")
         p.add_argument("--actions", help="JSON list of actions (agent scripted)")
 
     run = sub.add_parser("run", help="play one episode and print its transcript")
