@@ -1,4 +1,5 @@
-"""Shared fixtures: the local backend, and a private cache for generated tasks."""
+"""Shared fixtures: the local backend, a private cache for generated tasks, task folders, and
+the oracle-then-null check every env's tasks go through."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,6 +15,8 @@ import pytest
 # built by the code under test, not reused from an earlier run
 os.environ.setdefault("TASKGYM_CACHE", tempfile.mkdtemp(prefix="taskgym-test-cache-"))
 
+from taskgym.agents import NullAgent, OracleAgent  # noqa: E402
+from taskgym.evaluation import EpisodeRecord, run_episode  # noqa: E402
 from taskgym.sandbox import Backend  # noqa: E402
 from taskgym.sandbox.local import LocalBackend  # noqa: E402
 
@@ -107,3 +111,19 @@ def write_answer_task(folder: Path, solve: str = "echo 42 > /app/answer.txt\n",
 def answer_task() -> Callable[..., Path]:
     """Makes small task folders (see :func:`write_answer_task`)."""
     return write_answer_task
+
+
+def check_oracle_then_null(env: Any, **where: Any) -> EpisodeRecord:
+    """Play one task (``task_id=`` or ``seed=``) with the oracle, which must succeed with
+    score 1, then with the null agent, which must score 0; return the oracle's record."""
+    oracle = run_episode(env, OracleAgent(env), **where)
+    assert (oracle.score, oracle.success) == (1.0, True), oracle
+    null = run_episode(env, NullAgent(), **where)
+    assert (null.score, null.success) == (0.0, False), null
+    return oracle
+
+
+@pytest.fixture()
+def oracle_then_null() -> Callable[..., EpisodeRecord]:
+    """:func:`check_oracle_then_null`, for test modules."""
+    return check_oracle_then_null

@@ -13,7 +13,7 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +21,6 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import taskgym
-from taskgym.agents import NullAgent, OracleAgent
-from taskgym.evaluation import run_episode
 from taskgym.sandbox import SandboxSpec
 from taskgym.sandbox.docker import (
     KEEPER_UID,
@@ -123,8 +121,6 @@ def test_stop_kills_orphans_adopted_by_init(docker_backend: DockerBackend,
 
 _HOLDER = """
 import sys, time
-from taskgym.agents import NullAgent, OracleAgent
-from taskgym.evaluation import run_episode
 from taskgym.sandbox import SandboxSpec
 from taskgym.sandbox.docker import DockerBackend
 backend = DockerBackend(pool_size=1)
@@ -257,15 +253,12 @@ def test_every_env_id_makes_and_checks_on_docker(env_id: str) -> None:
 
 
 @pytest.mark.parametrize("env_id", sorted(taskgym.list_envs()))
-def test_every_env_grades_on_docker(env_id: str) -> None:
+def test_every_env_grades_on_docker(env_id: str, oracle_then_null: Callable[..., Any]) -> None:
     """One curated task per env: its oracle scores 1 and a null agent 0 inside containers
     (grading runs in a one-shot container, with what that backend relays)."""
     env = taskgym.make(env_id, sandbox="docker")
     try:
-        oracle = run_episode(env, OracleAgent(env), seed=0)
-        assert (oracle.score, oracle.success) == (1.0, True), oracle
-        null = run_episode(env, NullAgent(), seed=0)
-        assert (null.score, null.success) == (0.0, False), null
+        oracle_then_null(env, seed=0)
     finally:
         env.close()
 

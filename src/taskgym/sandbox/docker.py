@@ -770,6 +770,8 @@ def _remove_loop() -> None:
         with contextlib.suppress(Exception):
             api.remove_container(container_id, force=True)
         _REMOVER.task_done()
+
+
 _LIVE: weakref.WeakSet[DockerSession] = weakref.WeakSet()
 _BACKENDS: weakref.WeakSet[DockerBackend] = weakref.WeakSet()
 

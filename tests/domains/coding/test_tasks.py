@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,7 @@ import taskgym
 from taskgym.agents import NullAgent, OracleAgent
 from taskgym.core.paths import envs_dir
 from taskgym.domains.coding import GENERATORS
-from taskgym.evaluation import run_episode
+from taskgym.evaluation import EpisodeRecord, run_episode
 
 pytestmark = pytest.mark.sandbox
 
@@ -34,11 +34,10 @@ def curated() -> Iterator[gym.Env[Any, Any]]:
 
 
 @pytest.mark.parametrize("task_id", CURATED)
-def test_curated_oracle_scores_one_and_null_zero(curated: gym.Env[Any, Any], task_id: str) -> None:
-    oracle = run_episode(curated, OracleAgent(curated), task_id=task_id)
-    assert (oracle.score, oracle.success) == (1.0, True), oracle
-    null = run_episode(curated, NullAgent(), task_id=task_id)
-    assert (null.score, null.success) == (0.0, False), null
+def test_curated_oracle_scores_one_and_null_zero(curated: gym.Env[Any, Any], task_id: str,
+                                                 oracle_then_null: Callable[..., EpisodeRecord]
+                                                 ) -> None:
+    oracle = oracle_then_null(curated, task_id=task_id)
     expected = curated.unwrapped.task_set.get(task_id).config["verifier"]["expected_tests"]
     assert oracle.components["tests_expected"] == expected
 
@@ -53,12 +52,10 @@ def generated() -> Iterator[gym.Env[Any, Any]]:
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("generator", GENERATORS)
 def test_generated_oracle_scores_one_and_null_zero(generated: gym.Env[Any, Any], generator: str,
-                                                   seed: int) -> None:
-    task_id = f"{generator}-{seed}"
-    oracle = run_episode(generated, OracleAgent(generated), task_id=task_id)
-    assert (oracle.score, oracle.success) == (1.0, True), oracle
-    null = run_episode(generated, NullAgent(), task_id=task_id)
-    assert (null.score, null.success) == (0.0, False), null
+                                                   seed: int,
+                                                   oracle_then_null: Callable[..., EpisodeRecord]
+                                                   ) -> None:
+    oracle_then_null(generated, task_id=f"{generator}-{seed}")
 
 
 def test_harbor_test_sh_task() -> None:
