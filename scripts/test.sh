@@ -20,7 +20,7 @@ trap stop_dockerd EXIT
 ./scripts/docker_setup.sh >"$setup_log" 2>&1 &
 setup_pid=$!
 
-python3 -m ruff check src tests benchmarks
+python3 -m ruff check src tests benchmarks hatch_build.py
 python3 -m mypy
 NO_MKDOCS_2_WARNING=1 python3 -m mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
 TASKGYM_REQUIRE_SANDBOX=1 python3 -m pytest -m "not docker" "$@"

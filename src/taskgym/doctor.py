@@ -49,6 +49,18 @@ def _sandbox_tool(name: str, argv: list[str], package: str) -> Check:
     return Check(name, True, (proc.stdout or proc.stderr).strip().splitlines()[0][:80])
 
 
+def _step_calls() -> Check:
+    from taskgym.sandbox import _gil_held
+
+    if _gil_held.IMPLEMENTATION == "c":
+        return Check("sandbox: step calls", True, "compiled helper (_syscalls)")
+    return Check("sandbox: step calls", False,
+                 f"{_gil_held.IMPLEMENTATION} fallback: the helper was not compiled at install, "
+                 "so steps cost more host CPU, most with many threads",
+                 "install gcc, then reinstall taskgym (pip install --force-reinstall --no-deps ...)",
+                 optional=True)
+
+
 def _pdf_extra() -> Check:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -109,6 +121,7 @@ def run_checks() -> list[Check]:
                         problem or f"{bwrap}: namespaces usable", "" if problem is None else
                         "see the message above"))
     checks.append(_cgroups())
+    checks.append(_step_calls())
     checks.append(Check("user", True, "root" if os.geteuid() == 0 else
                         f"uid {os.geteuid()} (unprivileged user namespaces)"))
     pytest_probe = "import pytest; print('pytest', pytest.__version__)"

@@ -1,10 +1,12 @@
-"""The GIL-holding system calls behave as the ``os`` functions they stand in for."""
+"""The GIL-holding system calls behave as the ``os`` functions they stand in for, in every
+implementation that loads here (the compiled helper, ctypes, and ``os`` itself)."""
 
 from __future__ import annotations
 
 import os
 import tempfile
 from collections.abc import Iterator
+from types import SimpleNamespace
 
 import pytest
 
@@ -22,42 +24,66 @@ def pipe() -> Iterator[tuple[int, int]]:
             pass
 
 
-def test_libc_is_bound_here() -> None:
-    assert _gil_held.write is not os.write and _gil_held.pread is not os.pread
+IMPLEMENTATIONS = _gil_held.implementations()
 
 
-def test_write_then_read_through_a_pipe(pipe: tuple[int, int]) -> None:
+@pytest.fixture(params=sorted(IMPLEMENTATIONS))
+def calls(request: pytest.FixtureRequest) -> SimpleNamespace:
+    write, read, pread = IMPLEMENTATIONS[request.param]
+    return SimpleNamespace(write=write, read=read, pread=pread)
+
+
+def test_the_compiled_helper_is_in_use() -> None:
+    # install.sh installs gcc before taskgym, so the build compiled the helper
+    assert _gil_held.IMPLEMENTATION == "c", "reinstall taskgym with a C compiler present"
+    assert set(IMPLEMENTATIONS) == {"c", "ctypes", "os"}
+
+
+def test_write_then_read_through_a_pipe(calls: SimpleNamespace, pipe: tuple[int, int]) -> None:
     r, w = pipe
-    assert _gil_held.write(w, b"status\n") == 7
-    assert _gil_held.read(r, 4096) == b"status\n"
+    assert calls.write(w, b"status\n") == 7
+    assert calls.read(r, 4096) == b"status\n"
     os.close(w)
-    assert _gil_held.read(r, 4096) == b""  # end of file
+    assert calls.read(r, 4096) == b""  # end of file
 
 
-def test_pread_reads_from_an_offset_and_past_one_buffer() -> None:
+def test_pread_reads_from_an_offset_and_past_one_buffer(calls: SimpleNamespace) -> None:
     data = bytes(range(256)) * 1000  # 256,000 bytes: several 64 KiB chunks
     with tempfile.TemporaryFile() as fh:
         fh.write(data)
         fh.flush()
         fd = fh.fileno()
-        assert _gil_held.pread(fd, 10, 5) == data[5:15]
-        assert _gil_held.pread(fd, len(data) + 1, 0) == data
-        assert _gil_held.pread(fd, 70_000, 200_000) == data[200_000:]
-        assert _gil_held.pread(fd, 100, len(data)) == b""
+        assert calls.pread(fd, 10, 5) == data[5:15]
+        assert calls.pread(fd, len(data) + 1, 0) == data
+        assert calls.pread(fd, 70_000, 200_000) == data[200_000:]
+        assert calls.pread(fd, 100, len(data)) == b""
 
 
-def test_errors_are_the_os_errors(pipe: tuple[int, int]) -> None:
+def test_errors_are_the_os_errors(calls: SimpleNamespace, pipe: tuple[int, int]) -> None:
     r, w = pipe
     os.set_blocking(w, False)
     with pytest.raises(BlockingIOError):
         while True:
-            _gil_held.write(w, b"x" * 65536)
+            calls.write(w, b"x" * 65536)
     os.close(r)
     with pytest.raises(BrokenPipeError):
-        _gil_held.write(w, b"x")
+        calls.write(w, b"x")
     os.set_blocking(w, True)
     closed = os.dup(w)
     os.close(closed)
     with pytest.raises(OSError) as info:
-        _gil_held.read(closed, 10)
+        calls.read(closed, 10)
     assert info.value.errno == 9  # EBADF
+
+
+def test_a_read_returns_at_most_one_chunk(calls: SimpleNamespace, pipe: tuple[int, int]) -> None:
+    r, w = pipe
+    os.set_blocking(w, False)
+    sent = 0
+    try:
+        while sent < 100_000:
+            sent += calls.write(w, b"y" * 100_000)
+    except BlockingIOError:
+        pass
+    got = calls.read(r, 1_000_000)
+    assert 0 < len(got) <= 65536 and set(got) == {ord("y")}

@@ -22,7 +22,7 @@ MAX_ACTION_CHARS = 1_000_000
 """Largest action accepted, in characters of its JSON form."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ToolResult:
     """What a tool returns to the env: the text the agent sees and flags."""
 
@@ -62,7 +62,7 @@ class Tool:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ToolCall:
     """A parsed, validated action."""
 

@@ -4,9 +4,13 @@
 cannot block (a few bytes into a pipe with room, a read of what ``poll`` said is there, a
 read of a tmpfs file) the release buys nothing, and with many threads stepping sandboxes
 each release is a hand-over: the thread must then queue to take the GIL back. A step makes
-five such calls and one real wait; through libc as a ``ctypes.PyDLL`` function (which keeps
-the GIL) only the wait hands the GIL over. Where libc cannot be loaded this way the ``os``
-functions are used, with the same results.
+four such calls and one real wait; made without releasing the GIL, only the wait hands
+it over.
+
+Three implementations, the first that loads is used (:data:`IMPLEMENTATION` names it):
+``c``, the compiled helper ``_syscalls`` (built at install where a C compiler is there;
+about 1 µs a call); ``ctypes``, libc through ``ctypes.PyDLL``, which keeps the GIL too but
+costs about 4 µs a call more; ``os``, the plain functions, with the same results.
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["pread", "read", "write"]
+__all__ = ["IMPLEMENTATION", "implementations", "pread", "read", "write"]
 
 _CHUNK = 65536
+_Calls = tuple[Callable[[int, bytes], int], Callable[[int, int], bytes],
+               Callable[[int, int, int], bytes]]
 
 
 def _errno_error() -> OSError:
@@ -28,8 +34,7 @@ def _errno_error() -> OSError:
     return OSError(code, os.strerror(code))
 
 
-def _bind() -> tuple[Callable[[int, bytes], int], Callable[[int, int], bytes],
-                     Callable[[int, int, int], bytes]] | None:
+def _bind() -> _Calls | None:
     try:
         libc: Any = ctypes.PyDLL(None, use_errno=True)
         c_write, c_read, c_pread = libc.write, libc.read, libc.pread
@@ -85,11 +90,33 @@ def _bind() -> tuple[Callable[[int, bytes], int], Callable[[int, int], bytes],
     return write_held, read_held, pread_held
 
 
-_BOUND = _bind()
-write: Callable[[int, bytes], int] = _BOUND[0] if _BOUND else os.write
-"""``os.write`` for a write that cannot block (a short write into a pipe with room)."""
-read: Callable[[int, int], bytes] = _BOUND[1] if _BOUND else os.read
-"""``os.read`` (of at most 64 KiB) for a read that cannot block (after ``poll`` said the
-data is there)."""
-pread: Callable[[int, int, int], bytes] = _BOUND[2] if _BOUND else os.pread
-"""``os.pread`` of a regular file; past 64 KiB the rest is read releasing the GIL."""
+def _compiled() -> _Calls | None:
+    try:
+        from taskgym.sandbox import _syscalls  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    c_pread = _syscalls.pread
+
+    def pread_c(fd: int, size: int, offset: int) -> bytes:
+        data: bytes = c_pread(fd, size, offset)
+        if len(data) == _CHUNK < size:  # more than one chunk: the rest is big, let the GIL go
+            data += os.pread(fd, size - _CHUNK, offset + _CHUNK)
+        return data
+
+    return _syscalls.write, _syscalls.read, pread_c
+
+
+def implementations() -> dict[str, _Calls]:
+    """Every implementation that loads here, best first: ``c``, ``ctypes``, ``os``."""
+    found: dict[str, _Calls | None] = {"c": _compiled(), "ctypes": _bind(),
+                                       "os": (os.write, os.read, os.pread)}
+    return {name: calls for name, calls in found.items() if calls is not None}
+
+
+IMPLEMENTATION, (write, read, pread) = next(iter(implementations().items()))
+"""Which implementation is in use (``c``, ``ctypes`` or ``os``); then the three calls:
+
+``write`` is ``os.write`` for a write that cannot block (a short write into a pipe with
+room); ``read`` is ``os.read`` (of at most 64 KiB) for a read that cannot block (after
+``poll`` said the data is there); ``pread`` is ``os.pread`` of a regular file, where past
+64 KiB the rest is read releasing the GIL."""

@@ -56,7 +56,7 @@ class SandboxSpec(BaseModel):
     hash of the folder). ``None``: the backend's base image. The local backend ignores it."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ExecResult:
     """Outcome of one command."""
 

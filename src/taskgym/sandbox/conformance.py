@@ -52,7 +52,8 @@ def check_short_and_long_commands_agree(backend: Backend) -> None:
     """A backend may carry short commands differently; the shell must not tell the difference."""
     with backend.start(SandboxSpec()) as s:
         for command in ("return 3", 'echo "[$1] $#"', "local v=1; echo $v", "false",
-                        "echo 'it''s' \\\\ \"x\"", "echo é"):
+                        "echo 'it''s' \\\\ \"x\"", "echo é", "ls -d /app /nonexistent", "-x",
+                        ".", "%1", "v=2"):
             short = s.exec(command)
             long = s.exec(command + " # " + "padding " * 20)
             _expect((short.stdout, _shell_message(short.stderr), short.exit_code)

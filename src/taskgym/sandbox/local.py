@@ -346,7 +346,8 @@ class LocalSession(_fs.WorkspaceFiles, Session):
     pipe: the shell sources the file (bash reads a regular file in one call, where it reads
     a pipe one byte at a time), then ``__ts`` reports its status. A short printable
     one-liner skips the file: it rides the trigger line as one ANSI-C quoted word for
-    ``eval``. Both run at the shell's top level, as typed in a terminal: ``declare``
+    ``eval``, or as it is when it is plain words (see :mod:`taskgym.sandbox._commands`).
+    All run at the shell's top level, as typed in a terminal: ``declare``
     makes globals that persist; a one-liner holding ``return`` takes the file path,
     where ``return`` ends the sourced file.
 
@@ -519,6 +520,13 @@ class LocalSession(_fs.WorkspaceFiles, Session):
             dead = True
         except BlockingIOError:  # the shell stopped reading its input: treat it as hung
             hung = True
+        else:  # most commands answer within the first wait: take it without the loop's checks
+            if self._poll.poll(min(timeout, _RUNAWAY_CHECK_SEC) * 1000.0):
+                status = _gil_held.read(self._status, 4096)
+                if status:
+                    code = self._find_status(status)
+                else:  # the shell is gone
+                    dead = True
         while not (dead or hung) and code is None:
             now = time.monotonic()
             wait_until = give_up if give_up is not None else deadline

@@ -1,0 +1,119 @@
+/* write, read and pread that keep the GIL: see _gil_held.py for why.
+ *
+ * Each call is one system call on a descriptor that cannot block (a short write into a
+ * non-blocking pipe, a read of what poll() said is there, a read of a tmpfs file), so
+ * holding the GIL costs nothing, while releasing it would make the thread queue to take
+ * it back. Errors raise OSError (BlockingIOError, BrokenPipeError...) as os.* does;
+ * EINTR is retried. Reads return at most CHUNK bytes.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <unistd.h>
+
+#define CHUNK 65536
+
+static int as_fd(PyObject *obj, int *fd) {
+    long value = PyLong_AsLong(obj);
+    if (value == -1 && PyErr_Occurred())
+        return -1;
+    if (value < 0 || value > INT_MAX) {
+        PyErr_SetString(PyExc_ValueError, "a file descriptor must be a non-negative int");
+        return -1;
+    }
+    *fd = (int)value;
+    return 0;
+}
+
+static int as_size(PyObject *obj, size_t *size) {
+    Py_ssize_t value = PyLong_AsSsize_t(obj);
+    if (value == -1 && PyErr_Occurred())
+        return -1;
+    if (value < 0) {
+        PyErr_SetString(PyExc_ValueError, "a size must not be negative");
+        return -1;
+    }
+    *size = value < CHUNK ? (size_t)value : CHUNK;
+    return 0;
+}
+
+static PyObject *sys_write(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    int fd;
+    Py_buffer data;
+    ssize_t done;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "write(fd, data) takes 2 arguments");
+        return NULL;
+    }
+    if (as_fd(args[0], &fd) < 0 || PyObject_GetBuffer(args[1], &data, PyBUF_SIMPLE) < 0)
+        return NULL;
+    do {
+        done = write(fd, data.buf, (size_t)data.len);
+    } while (done < 0 && errno == EINTR);
+    PyBuffer_Release(&data);
+    if (done < 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    return PyLong_FromSsize_t(done);
+}
+
+static PyObject *read_chunk(int fd, size_t size, off_t offset, int positioned) {
+    char buf[CHUNK];
+    ssize_t got;
+    do {
+        got = positioned ? pread(fd, buf, size, offset) : read(fd, buf, size);
+    } while (got < 0 && errno == EINTR);
+    if (got < 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    return PyBytes_FromStringAndSize(buf, got);
+}
+
+static PyObject *sys_read(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    int fd;
+    size_t size;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "read(fd, size) takes 2 arguments");
+        return NULL;
+    }
+    if (as_fd(args[0], &fd) < 0 || as_size(args[1], &size) < 0)
+        return NULL;
+    return read_chunk(fd, size, 0, 0);
+}
+
+static PyObject *sys_pread(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    int fd;
+    size_t size;
+    long long offset;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "pread(fd, size, offset) takes 3 arguments");
+        return NULL;
+    }
+    if (as_fd(args[0], &fd) < 0 || as_size(args[1], &size) < 0)
+        return NULL;
+    offset = PyLong_AsLongLong(args[2]);
+    if (offset == -1 && PyErr_Occurred())
+        return NULL;
+    if (offset < 0) {
+        PyErr_SetString(PyExc_ValueError, "an offset must not be negative");
+        return NULL;
+    }
+    return read_chunk(fd, size, (off_t)offset, 1);
+}
+
+static PyMethodDef methods[] = {
+    {"write", (PyCFunction)(void (*)(void))sys_write, METH_FASTCALL,
+     "write(fd, data) -> bytes written, keeping the GIL."},
+    {"read", (PyCFunction)(void (*)(void))sys_read, METH_FASTCALL,
+     "read(fd, size) -> up to min(size, 64 KiB) bytes, keeping the GIL."},
+    {"pread", (PyCFunction)(void (*)(void))sys_pread, METH_FASTCALL,
+     "pread(fd, size, offset) -> up to min(size, 64 KiB) bytes, keeping the GIL."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_syscalls",
+    "System calls that cannot block, made without releasing the GIL.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__syscalls(void) { return PyModule_Create(&module); }
