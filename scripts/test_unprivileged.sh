@@ -16,7 +16,8 @@ work=$(mktemp -d /tmp/taskgym-unprivileged.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 chmod 755 "$work"
 mkdir "$work/src"
-cp -r pyproject.toml README.md src tests fixtures envs "$work/src/"
+cp -r pyproject.toml hatch_build.py README.md src tests fixtures envs "$work/src/"
+find "$work/src" -name '*.so' -delete  # built for this checkout's Python; the install builds its own
 /usr/bin/python3 -m venv --without-pip "$work/venv"
 python3 -m pip --python "$work/venv/bin/python" install --quiet --disable-pip-version-check \
   "$work/src" pytest
