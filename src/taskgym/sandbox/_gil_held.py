@@ -34,6 +34,20 @@ def _errno_error() -> OSError:
     return OSError(code, os.strerror(code))
 
 
+def _past_one_chunk(pread_chunk: Callable[[int, int, int], bytes]
+                    ) -> Callable[[int, int, int], bytes]:
+    """A ``pread`` from one that reads at most one chunk keeping the GIL: past that chunk the
+    rest is big, and is read by ``os.pread``, which lets the GIL go."""
+
+    def pread(fd: int, size: int, offset: int) -> bytes:
+        data = pread_chunk(fd, size, offset)
+        if len(data) == _CHUNK < size:
+            data += os.pread(fd, size - _CHUNK, offset + _CHUNK)
+        return data
+
+    return pread
+
+
 def _bind() -> _Calls | None:
     try:
         libc: Any = ctypes.PyDLL(None, use_errno=True)
@@ -74,20 +88,15 @@ def _bind() -> _Calls | None:
                 raise _errno_error()
 
     def pread_held(fd: int, size: int, offset: int) -> bytes:
-        chunk = min(size, _CHUNK)
         buf = buffer()
         while True:
-            got = c_pread(fd, buf, chunk, offset)
+            got = c_pread(fd, buf, min(size, _CHUNK), offset)
             if got >= 0:
-                break
+                return ctypes.string_at(buf, got)
             if ctypes.get_errno() != errno.EINTR:
                 raise _errno_error()
-        data = ctypes.string_at(buf, got)
-        if got == chunk < size:  # more than one chunk: the rest is big, let the GIL go
-            data += os.pread(fd, size - chunk, offset + chunk)
-        return data
 
-    return write_held, read_held, pread_held
+    return write_held, read_held, _past_one_chunk(pread_held)
 
 
 def _compiled() -> _Calls | None:
@@ -95,15 +104,7 @@ def _compiled() -> _Calls | None:
         from taskgym.sandbox import _syscalls  # type: ignore[attr-defined]
     except ImportError:
         return None
-    c_pread = _syscalls.pread
-
-    def pread_c(fd: int, size: int, offset: int) -> bytes:
-        data: bytes = c_pread(fd, size, offset)
-        if len(data) == _CHUNK < size:  # more than one chunk: the rest is big, let the GIL go
-            data += os.pread(fd, size - _CHUNK, offset + _CHUNK)
-        return data
-
-    return _syscalls.write, _syscalls.read, pread_c
+    return _syscalls.write, _syscalls.read, _past_one_chunk(_syscalls.pread)
 
 
 def implementations() -> dict[str, _Calls]:
