@@ -520,13 +520,6 @@ class LocalSession(_fs.WorkspaceFiles, Session):
             dead = True
         except BlockingIOError:  # the shell stopped reading its input: treat it as hung
             hung = True
-        else:  # most commands answer within the first wait: take it without the loop's checks
-            if self._poll.poll(min(timeout, _RUNAWAY_CHECK_SEC) * 1000.0):
-                status = _gil_held.read(self._status, 4096)
-                if status:
-                    code = self._find_status(status)
-                else:  # the shell is gone
-                    dead = True
         while not (dead or hung) and code is None:
             now = time.monotonic()
             wait_until = give_up if give_up is not None else deadline
