@@ -30,5 +30,8 @@ fi
 extras=""
 if [ "${1:-}" = "--test" ]; then extras="[test,cad,pdf,docker]"; fi  # the extras of the envs whose tests run
 python3 -m pip install --quiet --disable-pip-version-check -e ".${extras}"
+if [ -n "$extras" ]; then  # a third-party env package, as a user would install one (tests/core/test_plugins.py)
+  python3 -m pip install --quiet --disable-pip-version-check --no-deps ./fixtures/plugin-env
+fi
 command -v pyenv >/dev/null && pyenv rehash || true
 python3 -m taskgym doctor

@@ -1,23 +1,31 @@
 """Env ids, registered with Gymnasium under the ``taskgym`` namespace.
 
-Registration imports nothing heavy: each id points at a ``"module:Class"`` string. Other
-packages add their own envs through the ``taskgym.envs`` entry-point group; each entry
-point names a callable that takes no argument and calls :func:`register`.
+The registry is mechanism only: it names no env. Every env, taskgym's own included, comes
+from an entry point of the ``taskgym.envs`` group, declared in its package's metadata::
+
+    [project.entry-points."taskgym.envs"]
+    my-env-v0 = "my_package.env:MyEnv"
+
+The entry point's name is the env id and its value the ``"module:Class"`` that makes it.
+Registration reads only that metadata, so it imports nothing; the class is imported when the
+env is made, or when :func:`list_envs` asks for its one-line ``description``.
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib
 import threading
+import warnings
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 
 import gymnasium as gym
 
-from taskgym.errors import UnknownEnvError
+from taskgym.errors import ConfigError, UnknownEnvError
 
-__all__ = ["EnvInfo", "NAMESPACE", "list_envs", "make", "register"]
+__all__ = ["ENTRY_POINT_GROUP", "EnvInfo", "NAMESPACE", "list_envs", "make", "register"]
 
 NAMESPACE = "taskgym"
 ENTRY_POINT_GROUP = "taskgym.envs"
@@ -25,64 +33,95 @@ ENTRY_POINT_GROUP = "taskgym.envs"
 
 @dataclass(frozen=True)
 class EnvInfo:
-    """A registered env: its id, the class that makes it, and one line about it."""
+    """A registered env: its id, the ``"module:Class"`` that makes it, and where it came from."""
 
     id: str
     entry_point: str
-    description: str
+    description: str = ""
+    source: str = "register()"
 
 
 _REGISTRY: dict[str, EnvInfo] = {}
 _plugins_loaded = False
-_lock = threading.Lock()
-
-_BUILTIN = (
-    EnvInfo("coding-terminal-v0", "taskgym.domains.coding:CodingEnv",
-            "Solve a programming or ops task in a sandboxed shell; hidden tests decide."),
-    EnvInfo("cad-cadquery-v0", "taskgym.domains.cad:CadEnv",
-            "Write a CadQuery script for a described part; geometry (IoU) decides."),
-    EnvInfo("finance-pdf-v0", "taskgym.domains.finance:FinanceEnv",
-            "Answer questions about financial PDF filings; normalised numbers decide."),
-)
+_lock = threading.RLock()
 
 
-def register(env_id: str, entry_point: str, description: str, **kwargs: Any) -> None:
-    """Make ``env_id`` available to :func:`make` and to ``gymnasium.make("taskgym/<id>")``."""
-    _REGISTRY[env_id] = EnvInfo(env_id, entry_point, description)
-    gym.register(id=f"{NAMESPACE}/{env_id}", entry_point=entry_point, kwargs=kwargs,
-                 disable_env_checker=False)
+def register(env_id: str, entry_point: str, description: str = "", *, override: bool = False,
+             source: str = "register()", **kwargs: Any) -> None:
+    """Make ``env_id`` available to :func:`make` and to ``gymnasium.make("taskgym/<id>")``.
+
+    ``entry_point`` is a ``"module:Class"`` string; ``description`` defaults to the class's
+    own ``description`` attribute (read when listed). An id that is registered already raises
+    :class:`ConfigError` unless ``override=True``. ``kwargs`` become the env's defaults.
+    """
+    if ":" not in entry_point:
+        raise ConfigError(f"entry point {entry_point!r} of {env_id!r} is not a 'module:Class' string")
+    with _lock:
+        if not override and env_id in _REGISTRY:
+            raise ConfigError(
+                f"env id {env_id!r} is registered already (by {_REGISTRY[env_id].source}, as "
+                f"{_REGISTRY[env_id].entry_point}); pass override=True to replace it")
+        _REGISTRY[env_id] = EnvInfo(env_id, entry_point, description, source)
+        gym.registry.pop(f"{NAMESPACE}/{env_id}", None)  # an override replaces it silently
+        gym.register(id=f"{NAMESPACE}/{env_id}", entry_point=entry_point, kwargs=kwargs,
+                     disable_env_checker=False)
 
 
-def _load_plugins() -> None:
+def load_plugins() -> None:
+    """Register every ``taskgym.envs`` entry point once per process (the first id wins:
+    a second package claiming an id registered already is skipped with a warning)."""
     global _plugins_loaded
     with _lock:
         if _plugins_loaded:
             return
         _plugins_loaded = True
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        ep.load()()
+        for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+            source = f"package {ep.dist.name}" if ep.dist is not None else "an entry point"
+            if ep.name in _REGISTRY:
+                if _REGISTRY[ep.name].entry_point != ep.value:
+                    warnings.warn(
+                        f"{source} registers env id {ep.name!r} as {ep.value}, which "
+                        f"{_REGISTRY[ep.name].source} registered already; keeping the first",
+                        RuntimeWarning, stacklevel=2)
+                continue
+            register(ep.name, ep.value, source=source)
 
 
 def _bare(env_id: str) -> str:
     return env_id.split("/", 1)[1] if env_id.startswith(NAMESPACE + "/") else env_id
 
 
+def _description(info: EnvInfo) -> str:
+    if info.description:
+        return info.description
+    module, _, name = info.entry_point.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        return f"(cannot be loaded: {exc})"
+    text = getattr(cls, "description", "") or (cls.__doc__ or "").strip().split("\n")[0]
+    return str(text)
+
+
 def list_envs() -> dict[str, str]:
     """Every registered id with its one-line description."""
-    _load_plugins()
-    return {info.id: info.description for info in sorted(_REGISTRY.values(), key=lambda i: i.id)}
+    load_plugins()
+    return {info.id: _description(info) for info in sorted(_REGISTRY.values(), key=lambda i: i.id)}
 
 
 def make(env_id: str, **kwargs: Any) -> gym.Env[Any, Any]:
-    """Create a registered env (``"coding-terminal-v0"`` or ``"taskgym/coding-terminal-v0"``).
+    """Create a registered env (``"my-env-v0"`` or ``"taskgym/my-env-v0"``).
 
     Keyword arguments go to the env (``tasks``, ``sandbox``, ``max_steps``,
     ``render_mode``...). Unknown ids raise :class:`UnknownEnvError` naming the nearest one.
     """
+    load_plugins()
     name = _bare(env_id)
     if name not in _REGISTRY:
-        _load_plugins()
-    if name not in _REGISTRY:
+        if not _REGISTRY:
+            raise UnknownEnvError(
+                f"no taskgym env {env_id!r}: no env is registered at all, so taskgym's package "
+                f"metadata is missing; install it (pip install -e . in a checkout)")
         near = difflib.get_close_matches(name, list(_REGISTRY), n=1, cutoff=0.4)
         hint = f" Did you mean {near[0]!r}?" if near else ""
         raise UnknownEnvError(
@@ -90,5 +129,4 @@ def make(env_id: str, **kwargs: Any) -> gym.Env[Any, Any]:
     return gym.make(f"{NAMESPACE}/{name}", **kwargs)
 
 
-for _info in _BUILTIN:
-    register(_info.id, _info.entry_point, _info.description)
+load_plugins()
