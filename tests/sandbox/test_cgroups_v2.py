@@ -18,7 +18,8 @@ from taskgym.sandbox import _cgroups
 from taskgym.sandbox._cgroups import CgroupLimits, cgroup_parents
 
 _INTERFACE = {"cgroup.procs": "", "cgroup.subtree_control": "", "memory.max": "max",
-              "memory.peak": "0", "pids.max": "max", "cpu.stat": "usage_usec 0\n"}
+              "memory.peak": "0", "pids.max": "max", "cpu.stat": "usage_usec 0\n",
+              "cpu.max": "max 100000"}
 
 
 def _add_interface(path: Path) -> None:
@@ -75,7 +76,8 @@ def test_root_gets_limits_under_a_taskgym_parent(v2_tree: Path,
     assert (cg / "memory.swap.max").read_text() == "0"
     assert set((v2_tree / "cgroup.subtree_control").read_text().split()) >= {"memory", "pids"}
     assert set((v2_tree / "taskgym" / "cgroup.subtree_control").read_text().split()) == {
-        "memory", "pids"}
+        "cpu", "memory", "pids"}
+    assert (cg / "cpu.max").read_text() == "max 100000" and not limits.cpu_limited
     limits.add(4242)
     assert (cg / "cgroup.procs").read_text() == "4242"
     (cg / "memory.peak").write_text("1048576")
@@ -111,3 +113,11 @@ def test_a_user_outside_a_systemd_session_falls_back(v2_tree: Path,
     with pytest.raises(OSError, match="delegated"):
         CgroupLimits("1-a", 1 << 20, 8)
     assert cgroup_parents() == []
+
+
+def test_a_cpu_quota_is_written_as_cpu_max(v2_tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    limits = CgroupLimits("9-cpu", 64 << 20, 16, cpus=1.5)
+    assert (v2_tree / "taskgym" / "9-cpu" / "cpu.max").read_text() == "150000 100000"
+    assert limits.cpu_limited
+    limits.close()

@@ -21,7 +21,16 @@ from taskgym.core.spaces import ToolCallSpace, UnicodeText
 from taskgym.core.task import FolderTaskSet, Limits, Task, TaskSet
 from taskgym.core.tool import ActionError, Tool, ToolResult, parse_action
 from taskgym.errors import ConfigError, SandboxError, TaskgymError
-from taskgym.sandbox import Backend, ResourceUsage, SandboxSpec, Session, get_backend
+from taskgym.sandbox import (
+    Backend,
+    DockerConfig,
+    LocalConfig,
+    ResourceUsage,
+    SandboxSpec,
+    Session,
+    backend_config,
+    get_backend,
+)
 
 __all__ = ["TaskEnv"]
 
@@ -34,7 +43,9 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
     Args:
         tasks: a :class:`TaskSet`, a path to a folder of task folders (or one task folder),
             or ``None`` for the domain's curated set. Domains may accept more names.
-        sandbox: ``"local"`` (bubblewrap, the default) or a :class:`Backend` instance.
+        sandbox: ``"local"`` (bubblewrap, the default), ``"docker"``, a backend config
+            (:class:`~taskgym.sandbox.LocalConfig`, :class:`~taskgym.sandbox.DockerConfig` or a
+            mapping with a ``type`` key), or a :class:`Backend` instance.
         max_steps: override every task's step budget.
         render_mode: ``"ansi"`` makes :meth:`render` return the episode transcript.
     """
@@ -49,7 +60,7 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
     def __init__(
         self,
         tasks: TaskSet | str | Path | None = None,
-        sandbox: str | Backend = "local",
+        sandbox: str | Mapping[str, Any] | LocalConfig | DockerConfig | Backend = "local",
         max_steps: int | None = None,
         render_mode: str | None = None,
     ) -> None:
@@ -57,8 +68,8 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
             raise ConfigError(f"render_mode must be one of {self.metadata['render_modes']}")
         self.render_mode = render_mode
         self.task_set = self.resolve_tasks(tasks)
-        self._backend_choice = sandbox
         self._backend: Backend | None = sandbox if isinstance(sandbox, Backend) else None
+        self._backend_config = None if isinstance(sandbox, Backend) else backend_config(sandbox)
         self._max_steps = max_steps
         self.tools = self.make_tools()
         self._tools_by_name: Mapping[str, Tool] = {t.name: t for t in self.tools}
@@ -115,7 +126,8 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
     def sandbox_spec(self, task: Task) -> SandboxSpec:
         """Sandbox shape and limits for ``task``."""
         limits = self.limits(task)
-        return SandboxSpec(memory_mb=limits.memory_mb, pids=limits.pids, disk_mb=limits.disk_mb,
+        return SandboxSpec(memory_mb=limits.memory_mb, pids=limits.pids, cpus=limits.cpus,
+                           disk_mb=limits.disk_mb,
                            command_timeout_sec=limits.command_timeout_sec,
                            image=self.container_image(task))
 
@@ -145,8 +157,8 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
     @property
     def backend(self) -> Backend:
         if self._backend is None:
-            choice = self._backend_choice
-            self._backend = get_backend(choice) if isinstance(choice, str) else choice
+            assert self._backend_config is not None
+            self._backend = get_backend(self._backend_config)
         return self._backend
 
     @property

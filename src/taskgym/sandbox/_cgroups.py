@@ -1,4 +1,4 @@
-"""Memory and process-count limits through cgroups (v1 or v2), or rlimits as a fallback.
+"""Memory, process-count and CPU limits through cgroups (v1 or v2), or rlimits as a fallback.
 
 One cgroup per sandbox, named ``<owner pid>-<token>`` under a ``taskgym`` parent, so the
 reaper can tell whose it is. Root gets it under the hierarchy root; an ordinary user on
@@ -18,6 +18,8 @@ from pathlib import Path
 __all__ = ["CgroupLimits", "cgroup_parents", "remove_cgroup", "rlimit_fallback"]
 
 _ROOT = Path("/sys/fs/cgroup")
+CPU_PERIOD_US = 100_000
+"""The CFS period of a CPU quota: ``cpus`` cores may run ``cpus * period`` per period."""
 
 
 def _version() -> int:
@@ -52,6 +54,10 @@ def _v2_base() -> Path | None:
             if ctrl not in enabled:
                 (base.parent / "cgroup.subtree_control").write_text(f"+{ctrl}")
         (base / "cgroup.subtree_control").write_text("+memory +pids")
+        with contextlib.suppress(OSError):  # CPU quotas only where the cpu controller is delegated
+            if "cpu" not in enabled:
+                (base.parent / "cgroup.subtree_control").write_text("+cpu")
+            (base / "cgroup.subtree_control").write_text("+cpu")
         return base
     except OSError:
         return None
@@ -62,15 +68,18 @@ def cgroup_parents() -> list[Path]:
     if _version() == 2:
         base = _v2_base()
         return [base] if base else []
-    return [_ROOT / c / "taskgym" for c in ("memory", "pids", "cpuacct")]
+    return [_ROOT / c / "taskgym" for c in ("memory", "pids", "cpuacct", "cpu")]
 
 
 class CgroupLimits:
     """A cgroup (v1: one per controller) holding one sandbox's processes."""
 
-    def __init__(self, name: str, memory_bytes: int, pids: int) -> None:
+    def __init__(self, name: str, memory_bytes: int, pids: int, cpus: float | None = None) -> None:
         self.dirs: list[Path] = []
         self.version = _version()
+        self.cpu_limited = False
+        """Whether ``cpus`` is enforced (it needs the cpu controller)."""
+        quota = None if cpus is None else max(1000, round(cpus * CPU_PERIOD_US))
         if self.version == 2:
             base = _v2_base()
             if base is None:
@@ -82,6 +91,10 @@ class CgroupLimits:
             with contextlib.suppress(OSError):
                 (cg / "memory.swap.max").write_text("0")
             (cg / "pids.max").write_text(str(pids))
+            if quota is not None:
+                with contextlib.suppress(OSError):
+                    (cg / "cpu.max").write_text(f"{quota} {CPU_PERIOD_US}")
+                    self.cpu_limited = True
         else:
             mem = _ROOT / "memory" / "taskgym" / name
             pid = _ROOT / "pids" / "taskgym" / name
@@ -96,6 +109,19 @@ class CgroupLimits:
             with contextlib.suppress(OSError):  # only where swap accounting is on
                 (mem / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
             (pid / "pids.max").write_text(str(pids))
+            if quota is not None:
+                self._v1_cpu_quota(name, quota)
+
+    def _v1_cpu_quota(self, name: str, quota: int) -> None:
+        cpu = _ROOT / "cpu" / "taskgym" / name  # often the same folder as cpuacct's (cpu,cpuacct)
+        with contextlib.suppress(OSError):
+            if not cpu.is_dir():
+                cpu.mkdir(parents=True)
+            if all(not cpu.samefile(d) for d in self.dirs if d.exists()):
+                self.dirs.append(cpu)
+            (cpu / "cpu.cfs_period_us").write_text(str(CPU_PERIOD_US))
+            (cpu / "cpu.cfs_quota_us").write_text(str(quota))
+            self.cpu_limited = True
 
     def add(self, pid: int) -> None:
         for d in self.dirs:

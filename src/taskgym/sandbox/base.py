@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -29,6 +29,9 @@ class SandboxSpec(BaseModel):
     """Memory limit for every process of the sandbox together."""
     pids: int = Field(default=256, ge=8)
     """Maximum number of processes and threads alive at once."""
+    cpus: float | None = Field(default=None, gt=0, le=1024)
+    """CPU cores the sandbox's processes may use together (a CFS quota: cgroup ``cpu.max`` or
+    ``cpu.cfs_quota_us``, docker ``nano_cpus``); ``None``: no CPU limit."""
     disk_mb: int = Field(default=512, ge=1)
     """Size cap of the workspace."""
     tmp_mb: int = Field(default=256, ge=1)
@@ -77,7 +80,6 @@ class ResourceUsage:
 
     cpu_sec: float = 0.0
     peak_memory_bytes: int = 0
-    extra: dict[str, float] = field(default_factory=dict)
 
 
 class Session(abc.ABC):
@@ -91,6 +93,9 @@ class Session(abc.ABC):
     limits_enforced_by: str = "cgroup"
     """``"cgroup"`` (exact, for the sandbox as a whole) or ``"rlimit"`` (per process, and
     the process count per user: approximate), whichever this machine allowed."""
+    cpu_limited: bool = False
+    """Whether :attr:`SandboxSpec.cpus` is enforced: a cgroup with the cpu controller, or
+    the container's quota. The rlimit fallback has no CPU quota."""
 
     @abc.abstractmethod
     def exec(self, command: str, timeout: float | None = None) -> ExecResult:

@@ -294,6 +294,20 @@ def check_process_limit(backend: Backend) -> None:
 
 
 @_check
+def check_cpu_quota(backend: Backend) -> None:
+    with backend.start(SandboxSpec(cpus=0.25)) as s:
+        if not s.cpu_limited:  # the rlimit fallback has no CPU quota (docs/security.md)
+            _expect(s.limits_enforced_by == "rlimit",
+                    f"a sandbox limited by {s.limits_enforced_by} did not apply its CPU quota")
+            return
+        s.exec("for i in 1 2; do timeout 1.5 sh -c 'while :; do :; done' & done; wait", timeout=30)
+        s.stop()
+        used = s.usage().cpu_sec
+        _expect(0 < used < 0.6, f"two busy loops for 1.5 s used {used:.2f} CPU-seconds under "
+                                "a quota of 0.25 cores")
+
+
+@_check
 def check_disk_cap(backend: Backend) -> None:
     with backend.start(SandboxSpec(disk_mb=8)) as s:
         r = s.exec("dd if=/dev/zero of=big bs=1M count=64 2>&1; du -m big | cut -f1")

@@ -52,6 +52,7 @@ from taskgym.sandbox._commands import CONTROL_DIR, CONTROL_MB, CommandFile
 from taskgym.sandbox._reaper import owner_alive, session_name
 from taskgym.sandbox._seccomp import DENIED_SYSCALLS
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec, Session
+from taskgym.sandbox.config import DockerConfig
 from taskgym.sandbox.docker_images import (
     BASE_IMAGE,
     HOST_PYTHON_IMAGE,
@@ -90,6 +91,7 @@ class _Shape:
     workdir: str
     memory_mb: int
     pids: int
+    cpus: float | None
     disk_mb: int
     tmp_mb: int
     writable_dirs: tuple[str, ...]
@@ -119,7 +121,8 @@ class _Container:
             network_mode="none", cap_drop=["ALL"],
             security_opt=["no-new-privileges", f"seccomp={seccomp_profile()}"],
             pids_limit=shape.pids, mem_limit=memory, memswap_limit=memory, read_only=True,
-            tmpfs=tmpfs, init=True, auto_remove=True, privileged=False)
+            tmpfs=tmpfs, init=True, auto_remove=True, privileged=False,
+            nano_cpus=None if shape.cpus is None else round(shape.cpus * 1e9))
         config = api.create_container_config(
             shape.image, command=["/bin/sh", "-c", "exec cat >/dev/null"],
             user=f"{KEEPER_UID}:{KEEPER_UID}", working_dir="/", hostname="sandbox",
@@ -363,6 +366,8 @@ class DockerBackend(Backend):
     name = "docker"
 
     def __init__(self, pool_size: int | None = None) -> None:
+        if pool_size is None:
+            pool_size = DockerConfig().pool_size
         problem = self.check()
         if problem:
             raise SandboxUnavailableError(problem)
@@ -372,21 +377,19 @@ class DockerBackend(Backend):
         self.api = self.client.api
         self.owner = _owner()
         self._images: dict[str, str] = {}
-        if pool_size is None:
-            pool_size = int(os.environ.get("TASKGYM_DOCKER_POOL", "2"))
         self.pool = _Pool(self, pool_size)
         reap_containers(self.api)
         _BACKENDS.add(self)
 
     @classmethod
-    def shared(cls) -> DockerBackend:
-        """The process's default backend (what ``sandbox="docker"`` gives every env), so all
-        envs of a process share one engine client and one warm pool."""
-        global _SHARED
+    def shared(cls, config: DockerConfig | None = None) -> DockerBackend:
+        """The process's backend for ``config`` (what ``sandbox="docker"`` gives every env),
+        so all envs of a process with one config share one engine client and warm pool."""
+        config = config or DockerConfig()
         with _SHARED_LOCK:
-            if _SHARED is None:
-                _SHARED = cls()
-            return _SHARED
+            if config not in _SHARED:
+                _SHARED[config] = cls(config.pool_size)
+            return _SHARED[config]
 
     def __deepcopy__(self, memo: dict[int, Any]) -> DockerBackend:
         return self  # a handle on the engine, shared (gymnasium copies make() arguments)
@@ -437,7 +440,7 @@ class DockerBackend(Backend):
     def shape(self, spec: SandboxSpec, hidden: tuple[tuple[str, int], ...] = ()) -> _Shape:
         if not spec.workdir.startswith("/") or spec.workdir in ("/", "/usr", "/tmp", "/proc"):
             raise ConfigError(f"workdir must be a fresh absolute path, not {spec.workdir!r}")
-        return _Shape(self.image(spec), spec.workdir, spec.memory_mb, spec.pids, spec.disk_mb,
+        return _Shape(self.image(spec), spec.workdir, spec.memory_mb, spec.pids, spec.cpus, spec.disk_mb,
                       spec.tmp_mb, tuple(spec.writable_dirs), hidden)
 
     def prepare(self, shape: _Shape) -> tuple[_Container, _Shell]:
@@ -538,6 +541,7 @@ class DockerSession(_fs.WorkspaceFiles, Session):
     def __init__(self, backend: DockerBackend, spec: SandboxSpec,
                  item: tuple[_Container, _Shell], seed: Path | None) -> None:
         self.spec = spec
+        self.cpu_limited = spec.cpus is not None  # the container's nano_cpus quota
         self._backend = backend
         self._container, self._shell = item
         self._shell_open: _Shell | None = self._shell
@@ -747,7 +751,7 @@ def reap_containers(api: Any) -> list[str]:
     return removed
 
 
-_SHARED: DockerBackend | None = None
+_SHARED: dict[DockerConfig, DockerBackend] = {}
 _SHARED_LOCK = threading.Lock()
 _REMOVER: queue.Queue[tuple[Any, str]] = queue.Queue()
 _remover_started = False

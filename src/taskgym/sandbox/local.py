@@ -225,7 +225,7 @@ class LocalBackend(Backend):
             memory = spec.memory_mb << 20
             cgroup: CgroupLimits | None = None
             try:
-                cgroup = CgroupLimits(name, memory, spec.pids)
+                cgroup = CgroupLimits(name, memory, spec.pids, spec.cpus)
                 cgroup.add(init_pid)
             except OSError as exc:
                 if cgroup is not None:
@@ -387,6 +387,7 @@ class LocalSession(_fs.WorkspaceFiles, Session):
             os.close(ctl_r)
         self._proc = launched
         self.limits_enforced_by = "cgroup" if launched.cgroup is not None else "rlimit"
+        self.cpu_limited = launched.cgroup is not None and launched.cgroup.cpu_limited
         self._ctl = ctl_w
         os.set_blocking(ctl_w, False)  # written holding the GIL: full must fail, not wait
         proc = launched.proc

@@ -1,0 +1,86 @@
+"""One frozen config per backend, told apart by ``type``, and the backend each one makes.
+
+``sandbox="local"`` and ``sandbox="docker"`` are shorthands for ``LocalConfig()`` and
+``DockerConfig()``; a mapping such as ``{"type": "docker", "pool_size": 4}`` is validated
+into its config. Environment variables only supply defaults (``TASKGYM_DOCKER_POOL``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from taskgym.errors import ConfigError
+
+if TYPE_CHECKING:
+    from taskgym.sandbox.base import Backend
+
+__all__ = ["BackendConfig", "DockerConfig", "LocalConfig", "backend_config", "get_backend"]
+
+
+class LocalConfig(BaseModel):
+    """The bubblewrap sandbox on this machine (the default)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: Literal["local"] = "local"
+
+
+def _pool_default() -> int:
+    text = os.environ.get("TASKGYM_DOCKER_POOL", "2")
+    try:
+        return max(0, int(text))
+    except ValueError:
+        raise ConfigError(f"TASKGYM_DOCKER_POOL must be a whole number, not {text!r}") from None
+
+
+class DockerConfig(BaseModel):
+    """Hardened Docker containers (see docs/docker.md)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: Literal["docker"] = "docker"
+    pool_size: int = Field(default_factory=_pool_default, ge=0, le=256)
+    """Started containers kept ready per container shape; 0 starts each on demand
+    (default: ``TASKGYM_DOCKER_POOL``, else 2)."""
+
+
+BackendConfig = Annotated[LocalConfig | DockerConfig, Field(discriminator="type")]
+_ADAPTER: TypeAdapter[LocalConfig | DockerConfig] = TypeAdapter(BackendConfig)
+_KINDS = ("local", "docker")
+
+
+def backend_config(
+    choice: str | Mapping[str, Any] | LocalConfig | DockerConfig,
+) -> LocalConfig | DockerConfig:
+    """The config ``choice`` names; raises :class:`ConfigError` saying what is accepted."""
+    if isinstance(choice, LocalConfig | DockerConfig):
+        return choice
+    if isinstance(choice, str):
+        if choice not in _KINDS:
+            raise ConfigError(f"unknown sandbox backend {choice!r}; available: "
+                              f"{', '.join(map(repr, _KINDS))} (or a LocalConfig / DockerConfig)")
+        choice = {"type": choice}
+    if not isinstance(choice, Mapping):
+        raise ConfigError(f"sandbox must be a backend name, a config or a Backend, not {choice!r}")
+    try:
+        return _ADAPTER.validate_python(dict(choice))
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'config'}: {e['msg']}"
+                             for e in exc.errors())
+        raise ConfigError(f"bad sandbox config {dict(choice)!r}: {problems}") from None
+
+
+def get_backend(choice: str | Mapping[str, Any] | LocalConfig | DockerConfig) -> Backend:
+    """The backend for ``choice``; raises with install hints when it is unusable here."""
+    config = backend_config(choice)
+    if isinstance(config, LocalConfig):
+        from taskgym.sandbox.local import LocalBackend
+
+        return LocalBackend()
+    from taskgym.sandbox.docker import DockerBackend
+
+    return DockerBackend.shared(config)

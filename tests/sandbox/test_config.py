@@ -1,0 +1,49 @@
+"""Backend configs: one frozen model per backend, chosen by ``type``."""
+
+from __future__ import annotations
+
+import pytest
+
+import taskgym
+from taskgym.errors import ConfigError
+from taskgym.sandbox import DockerConfig, LocalConfig, backend_config
+
+
+def test_names_and_mappings_become_configs(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert backend_config("local") == LocalConfig()
+    monkeypatch.setenv("TASKGYM_DOCKER_POOL", "5")
+    assert backend_config("docker") == DockerConfig(pool_size=5)  # the variable is a default only
+    assert backend_config({"type": "docker", "pool_size": 0}).pool_size == 0  # type: ignore[union-attr]
+    config = DockerConfig(pool_size=3)
+    assert backend_config(config) is config
+
+
+@pytest.mark.parametrize("choice, message", [
+    ("nope", "unknown sandbox backend 'nope'; available: 'local', 'docker'"),
+    ({"type": "docker", "pool": 2}, "pool: Extra inputs are not permitted"),
+    ({"type": "docker", "pool_size": -1}, "pool_size: Input should be greater than or equal to 0"),
+    ({"type": "vm"}, "does not match any of the expected tags"),
+    (3, "sandbox must be a backend name, a config or a Backend"),
+])
+def test_bad_choices_say_what_is_accepted(choice: object, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        backend_config(choice)  # type: ignore[arg-type]
+    assert message in str(info.value)
+
+
+def test_a_bad_pool_variable_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TASKGYM_DOCKER_POOL", "many")
+    with pytest.raises(ConfigError, match="TASKGYM_DOCKER_POOL must be a whole number"):
+        DockerConfig()
+
+
+def test_configs_are_frozen_and_hashable() -> None:
+    config = DockerConfig(pool_size=1)
+    with pytest.raises(ValueError):
+        config.pool_size = 2  # type: ignore[misc]
+    assert {config: 1}[DockerConfig(pool_size=1)] == 1
+
+
+def test_make_refuses_an_unknown_backend_at_once() -> None:
+    with pytest.raises(ConfigError, match="unknown sandbox backend 'nope'"):
+        taskgym.make("coding-terminal-v0", sandbox="nope")
