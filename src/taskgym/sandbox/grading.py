@@ -1,0 +1,125 @@
+"""The grading runner every domain's verifier uses: one fresh sandbox per grade.
+
+:func:`run_grader` starts a new sandbox seeded with a copy of the final workspace (never the
+agent's own sandbox, whose processes are gone by then), hands the grader its secrets by
+descriptor, and collects what it reports over a pipe, keeping only lines tagged with a
+per-run nonce. The grader learns the nonce from another descriptor, so nothing that ran
+before the grade could have known it; the sandbox, and every process left in it, is
+destroyed when the grader exits.
+
+Inside the sandbox the grader finds, in its environment:
+
+- ``TASKGYM_NONCE_FD``: a descriptor to read the nonce from (read it first, then close it);
+- ``TASKGYM_REPORT_FD``: the report pipe: each line ``<nonce> <JSON object>``;
+- one variable per secret (e.g. ``TASKGYM_SECRET_FD``): a descriptor of an unlinked file
+  holding it, which the grader should read and close before running anything of the agent's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets as random
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec
+from taskgym.sandbox._reaper import runtime_root
+
+__all__ = ["GraderRun", "REPORT_LIMIT", "run_grader"]
+
+REPORT_LIMIT = 4 << 20
+"""Bytes of report read from one grade; the rest is discarded (a grader is not chatty)."""
+
+
+@dataclass
+class GraderRun:
+    """What one grade in a fresh sandbox gave back."""
+
+    result: ExecResult
+    """The grader's exit status and output (a diagnostic: never trusted as a result)."""
+    usage: ResourceUsage
+    records: list[dict[str, Any]] = field(default_factory=list)
+    """The nonce-tagged JSON objects the grader reported, in order."""
+
+    def final(self, key: str = "final") -> dict[str, Any] | None:
+        """The first record whose ``key`` is true, else ``None``."""
+        return next((r for r in self.records if r.get(key)), None)
+
+    def log(self, limit: int = 4000) -> str:
+        """The tail of the grader's output, for the reward's details."""
+        return (self.result.stdout + self.result.stderr)[-limit:]
+
+
+def run_grader(backend: Backend, spec: SandboxSpec, argv: list[str], *, seed: Path | None,
+               timeout: float, secrets: Mapping[str, bytes] | None = None,
+               pass_fds: Sequence[int] = ()) -> GraderRun:
+    """Run ``argv`` in a fresh sandbox of ``spec`` seeded from ``seed`` and collect its report.
+
+    ``secrets`` maps an environment variable name to bytes the grader may read from the
+    descriptor that variable names; they never exist as a file in any sandbox.
+    """
+    nonce = random.token_hex(16)
+    records: list[dict[str, Any]] = []
+    opened: list[int] = []
+    try:
+        nonce_r, nonce_w = os.pipe()
+        opened += [nonce_r, nonce_w]
+        os.write(nonce_w, nonce.encode())
+        os.close(nonce_w)
+        opened.remove(nonce_w)
+        report_r, report_w = os.pipe()
+        opened += [report_r, report_w]
+        env = {"TASKGYM_NONCE_FD": str(nonce_r), "TASKGYM_REPORT_FD": str(report_w)}
+        for name, content in (secrets or {}).items():
+            fd = _secret_descriptor(content)
+            opened.append(fd)
+            env[name] = str(fd)
+        reader = threading.Thread(target=_collect, args=(report_r, nonce, records), daemon=True,
+                                  name="taskgym-grade-report")
+        opened.remove(report_r)  # the reader closes it
+        reader.start()
+        fds = [int(v) for v in env.values()]
+        spec = spec.model_copy(update={"env": {**spec.env, **env}})
+        try:
+            result, usage = backend.run(spec, argv, seed=seed, timeout=timeout,
+                                        pass_fds=[*fds, *pass_fds])
+        finally:
+            os.close(report_w)
+            opened.remove(report_w)
+            reader.join(timeout=10)
+    finally:
+        for fd in opened:
+            os.close(fd)
+    return GraderRun(result, usage, records)
+
+
+def _secret_descriptor(content: bytes) -> int:
+    """A descriptor of an unlinked file holding ``content``, at offset 0."""
+    with tempfile.TemporaryFile(dir=runtime_root()) as handle:
+        handle.write(content)
+        handle.flush()
+        handle.seek(0)
+        return os.dup(handle.fileno())
+
+
+def _collect(fd: int, nonce: str, records: list[dict[str, Any]]) -> None:
+    prefix = nonce.encode() + b" "
+    read = 0
+    with os.fdopen(fd, "rb") as stream:
+        for line in stream:
+            read += len(line)
+            if read > REPORT_LIMIT:
+                continue  # drain, so the grader never blocks on a full pipe
+            if not line.startswith(prefix):
+                continue
+            try:
+                record = json.loads(line[len(prefix):])
+            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+                continue
+            if isinstance(record, dict):
+                records.append(record)
