@@ -1,14 +1,19 @@
 """The Gymnasium environment every taskgym domain builds on.
 
-A domain subclasses :class:`TaskEnv` and supplies four things: its default task set, its
-tools, a verifier, and the oracle's actions. The base class owns the episode: picking a
-task, starting and stopping the sandbox, parsing actions (never raising on bad input),
-budgets, and grading once the agent submits or runs out of steps or time.
+A domain subclasses :class:`TaskEnv`, declares its data as class attributes (where its
+curated tasks live, its generators, the modules it needs) and supplies three things: its
+tools, a verifier, and the oracle's actions. The base class owns the rest: task sets
+(curated, generated, a user's folders), picking a task, starting and stopping the sandbox,
+parsing actions (never raising on bad input), budgets, and grading once the agent submits
+or runs out of steps or time.
 """
 
 from __future__ import annotations
 
 import abc
+import functools
+import importlib
+import importlib.util
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,11 +21,12 @@ from typing import Any, ClassVar
 
 import gymnasium as gym
 
+from taskgym.core.paths import envs_dir
 from taskgym.core.reward import RewardResult
 from taskgym.core.spaces import ToolCallSpace, UnicodeText
-from taskgym.core.task import FolderTaskSet, Limits, Task, TaskSet
+from taskgym.core.task import FolderTaskSet, GeneratedTaskSet, Limits, Task, TaskSet, source_version
 from taskgym.core.tool import ActionError, Tool, ToolResult, parse_action
-from taskgym.errors import ConfigError, SandboxError, TaskgymError
+from taskgym.errors import ConfigError, MissingDependencyError, SandboxError, TaskgymError
 from taskgym.sandbox import (
     Backend,
     DockerConfig,
@@ -56,6 +62,22 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
     image: ClassVar[str | None] = None
     """The env's container image (built from ``envs/<id>/Dockerfile`` by ``taskgym images
     build``), used by container backends; ``None``: the backend's base image."""
+    curated: ClassVar[str | Path | None] = None
+    """The folder of the curated task folders (``tasks="curated"``, the default): a path,
+    absolute or relative to taskgym's ``envs/`` folder (``"<env id>/tasks"``)."""
+    generators: ClassVar[tuple[str, ...]] = ()
+    """Names of the seeded generators (``tasks="generated:<name>"``), made by :attr:`generate`."""
+    generate: ClassVar[str | None] = None
+    """``"module:function"`` of ``function(name, seed, dest)``, which writes one complete task
+    folder at ``dest``; cached generated tasks follow the sources of that module's folder."""
+    generated_size: ClassVar[int] = 100
+    """How many seeds iterating a generated task set covers."""
+    requires: ClassVar[tuple[str, ...]] = ()
+    """Modules this process must be able to import to run the env."""
+    local_requires: ClassVar[tuple[str, ...]] = ()
+    """Modules the local sandbox needs from this process's Python (``host_python``)."""
+    extra: ClassVar[str | None] = None
+    """The taskgym extra that installs :attr:`requires` (``pip install 'taskgym[<extra>]'``)."""
 
     def __init__(
         self,
@@ -66,10 +88,11 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigError(f"render_mode must be one of {self.metadata['render_modes']}")
-        self.render_mode = render_mode
-        self.task_set = self.resolve_tasks(tasks)
         self._backend: Backend | None = sandbox if isinstance(sandbox, Backend) else None
         self._backend_config = None if isinstance(sandbox, Backend) else backend_config(sandbox)
+        self._check_requirements()
+        self.render_mode = render_mode
+        self.task_set = self.resolve_tasks(tasks)
         self._max_steps = max_steps
         self.tools = self.make_tools()
         self._tools_by_name: Mapping[str, Tool] = {t.name: t for t in self.tools}
@@ -89,9 +112,11 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         """CPU time and peak memory of the last episode's agent sandbox."""
 
     # -- what a domain provides ------------------------------------------------------
-    @abc.abstractmethod
     def default_tasks(self) -> TaskSet:
-        """The curated task set used when ``tasks`` is not given."""
+        """The curated task set used when ``tasks`` is not given (:attr:`curated`)."""
+        if self.curated is None:
+            raise ConfigError(f"{type(self).__name__} has no curated tasks; pass tasks=...")
+        return FolderTaskSet(envs_dir() / self.curated, self.domain)
 
     @abc.abstractmethod
     def make_tools(self) -> list[Tool]:
@@ -115,9 +140,33 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         return None
 
     def generated_tasks(self, names: tuple[str, ...]) -> TaskSet | None:
-        """Seeded tasks of the named generators (every one when ``names`` is empty), for
-        domains that have generators."""
-        return None
+        """Seeded tasks of the named :attr:`generators` (every one when ``names`` is empty)."""
+        if not self.generators or self.generate is None:
+            return None
+        unknown = [n for n in names if n not in self.generators]
+        if unknown:
+            raise ConfigError(f"unknown generator {unknown[0]!r} of {self.domain}; choose from "
+                              f"{', '.join(self.generators)}")
+        module_name, _, function = self.generate.partition(":")
+        module = importlib.import_module(module_name)
+        generate = getattr(module, function)
+        version = source_version(*sorted(Path(module.__file__ or "").parent.rglob("*.py")))
+        chosen = names or self.generators
+        return GeneratedTaskSet(
+            {n: functools.partial(generate, n) for n in chosen}, self.domain,
+            {n: version for n in chosen}, size=self.generated_size)
+
+    def _check_requirements(self) -> None:
+        needed = list(self.requires)
+        if isinstance(self._backend_config, LocalConfig):
+            needed += self.local_requires
+        missing = [m for m in dict.fromkeys(needed) if importlib.util.find_spec(m) is None]
+        if missing:
+            where = (" (the local sandbox runs them with this Python)"
+                     if set(missing) <= set(self.local_requires) else "")
+            install = f"pip install 'taskgym[{self.extra}]'" if self.extra else "install them"
+            raise MissingDependencyError(
+                f"{type(self).__name__} needs {', '.join(missing)}{where}: {install}")
 
     def workspace_seed(self, task: Task) -> Path | None:
         """Host folder copied into the workspace at reset."""
@@ -170,6 +219,11 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
 
     def remaining_seconds(self) -> float:
         return max(0.0, self._deadline - time.monotonic())
+
+    def command_timeout(self) -> float:
+        """The longest a tool call may take now: the task's per-command limit, bounded by the
+        time left in the episode (at least one second)."""
+        return max(1.0, min(self.episode_limits.command_timeout_sec, self.remaining_seconds()))
 
     # -- gymnasium API ---------------------------------------------------------------
     def reset(
