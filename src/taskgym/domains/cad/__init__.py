@@ -1,6 +1,6 @@
 """The CAD domain (``cad-cadquery-v0``): CadQuery parts graded by geometry."""
 
 from taskgym.domains.cad.env import PART_FILE, CadEnv
-from taskgym.domains.cad.generators import FAMILIES, generated_tasks
+from taskgym.domains.cad.generators import FAMILIES
 
-__all__ = ["FAMILIES", "PART_FILE", "CadEnv", "generated_tasks"]
+__all__ = ["FAMILIES", "PART_FILE", "CadEnv"]

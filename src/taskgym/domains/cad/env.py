@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shlex
 from typing import Any, Literal
@@ -10,14 +9,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from taskgym.core.env import TaskEnv
-from taskgym.core.paths import envs_dir
 from taskgym.core.reward import RewardResult
-from taskgym.core.task import FolderTaskSet, Task, TaskSet
+from taskgym.core.task import Task
 from taskgym.core.tool import Tool, ToolResult
-from taskgym.domains.cad.generators import FAMILIES, generated_tasks
+from taskgym.domains.cad.generators import FAMILIES
 from taskgym.domains.cad.settings import settings_of
 from taskgym.domains.cad.verifier import INSIDE_DIR, INSIDE_MOUNT, grade_code
-from taskgym.errors import MissingDependencyError
 from taskgym.sandbox import SandboxSpec, Session
 from taskgym.tools import shell_tools
 
@@ -80,26 +77,17 @@ class CadEnv(TaskEnv):
     description = "Write a CadQuery script for a described part; geometry (IoU) decides."
     image = "taskgym/cad-cadquery-v0"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        sandbox = kwargs.get("sandbox", args[1] if len(args) > 1 else "local")
-        if sandbox == "local" and importlib.util.find_spec("cadquery") is None:
-            raise MissingDependencyError(
-                "cad-cadquery-v0 runs CadQuery inside the local sandbox with this Python, which "
-                "lacks it: pip install 'taskgym[cad]'")
-        super().__init__(*args, **kwargs)
-
-    def default_tasks(self) -> TaskSet:
-        return FolderTaskSet(envs_dir() / ENV_ID / "tasks", self.domain)
-
-    def generated_tasks(self, names: tuple[str, ...]) -> TaskSet:
-        return generated_tasks(names or FAMILIES)
+    curated = f"{ENV_ID}/tasks"
+    generators = FAMILIES
+    generate = "taskgym.domains.cad.generators:generate"
+    local_requires = ("cadquery",)
+    extra = "cad"
 
     def sandbox_spec(self, task: Task) -> SandboxSpec:
-        limits = self.limits(task)
-        return SandboxSpec(memory_mb=max(limits.memory_mb, MIN_MEMORY_MB), pids=limits.pids,
-                           disk_mb=limits.disk_mb, command_timeout_sec=limits.command_timeout_sec,
-                           host_python=True, ro_binds={str(INSIDE_DIR): INSIDE_MOUNT},
-                           image=self.container_image(task))
+        spec = super().sandbox_spec(task)
+        return spec.model_copy(update={
+            "memory_mb": max(spec.memory_mb, MIN_MEMORY_MB), "host_python": True,
+            "ro_binds": {str(INSIDE_DIR): INSIDE_MOUNT}})
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[dict[str, str], dict[str, Any]]:
@@ -155,9 +143,6 @@ class CadEnv(TaskEnv):
         return ToolResult("submitted /app/part.py", done=True)
 
     def make_tools(self) -> list[Tool]:
-        def max_timeout() -> float:
-            return max(1.0, min(self.episode_limits.command_timeout_sec, self.remaining_seconds()))
-
         return [
             Tool("run_cadquery", "Save CadQuery code as /app/part.py and run it (bounded in time "
                  "and memory). Reports errors with a short traceback, else the part's solids, "
@@ -168,7 +153,7 @@ class CadEnv(TaskEnv):
                  RenderArgs, self._render),
             Tool("measure", "Measure the last part built by run_cadquery: bounding box, round "
                  "holes, faces, distances from points.", MeasureArgs, self._measure),
-            *shell_tools(lambda: self.session, max_timeout),
+            *shell_tools(lambda: self.session, self.command_timeout),
             Tool("submit", "Grade /app/part.py (after saving `code` there, if given) against the "
                  "hidden reference part; ends the episode.", SubmitCodeArgs, self._submit),
         ]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib
 import os
 import shutil
 import tempfile
@@ -11,15 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from taskgym.core.env import TaskEnv
-from taskgym.core.paths import envs_dir
 from taskgym.core.reward import RewardResult
 from taskgym.core.task import (
-    FolderTaskSet,
-    GeneratedTaskSet,
     Task,
-    TaskSet,
     cache_dir,
-    source_version,
 )
 from taskgym.core.tool import Tool
 from taskgym.domains.coding.verifier import verify_session
@@ -27,24 +21,10 @@ from taskgym.errors import ConfigError
 from taskgym.sandbox import Backend, SandboxSpec, Session
 from taskgym.tools import shell_tools, submit_tool
 
-__all__ = ["GENERATORS", "CodingEnv", "generated_tasks", "prepare_workspace"]
+__all__ = ["GENERATORS", "CodingEnv", "prepare_workspace"]
 
 ENV_ID = "coding-terminal-v0"
 GENERATORS = ("mutation", "spec", "wrangling")
-
-
-def generated_tasks(names: tuple[str, ...] = GENERATORS, size: int = 60) -> GeneratedTaskSet:
-    """Seeded coding tasks from the named generators (all by default)."""
-    gens = {}
-    versions = {}
-    for name in names:
-        if name not in GENERATORS:
-            raise ConfigError(f"unknown generator {name!r}; choose from {', '.join(GENERATORS)}")
-        module = importlib.import_module(f"taskgym.domains.coding.generators.{name}")
-        gens[name] = module.generate
-        sources = sorted(Path(module.__file__ or "").parent.glob("*.py"))
-        versions[name] = source_version(*sources)
-    return GeneratedTaskSet(gens, "coding", versions, size=size)
 
 
 def prepare_workspace(task: Task, backend: Backend) -> Path | None:
@@ -96,18 +76,13 @@ class CodingEnv(TaskEnv):
     domain = "coding"
     image = f"taskgym/{ENV_ID}"
     description = "Solve a programming or ops task in a sandboxed shell; hidden tests decide."
-
-    def default_tasks(self) -> TaskSet:
-        return FolderTaskSet(envs_dir() / ENV_ID / "tasks", self.domain)
-
-    def generated_tasks(self, names: tuple[str, ...]) -> TaskSet:
-        return generated_tasks(names or GENERATORS)
+    curated = f"{ENV_ID}/tasks"
+    generators = GENERATORS
+    generate = "taskgym.domains.coding.generators:generate"
+    generated_size = 60
 
     def make_tools(self) -> list[Tool]:
-        def max_timeout() -> float:
-            return max(1.0, min(self.episode_limits.command_timeout_sec, self.remaining_seconds()))
-
-        return [*shell_tools(lambda: self.session, max_timeout),
+        return [*shell_tools(lambda: self.session, self.command_timeout),
                 submit_tool("Submit the workspace for grading by the hidden tests; ends the "
                             "episode.")]
 

@@ -9,35 +9,22 @@ the answer never enters the sandbox.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
 from taskgym.core.env import TaskEnv
-from taskgym.core.paths import envs_dir
 from taskgym.core.reward import RewardResult
-from taskgym.core.task import FolderTaskSet, GeneratedTaskSet, Task, TaskSet, source_version
+from taskgym.core.task import Task
 from taskgym.core.tool import Tool
 from taskgym.domains.finance.answers import GoldAnswer, grade
-from taskgym.domains.finance.tasks import GENERATORS, generator
+from taskgym.domains.finance.tasks import GENERATORS
 from taskgym.domains.finance.tools import Submission, finance_tools
-from taskgym.errors import ConfigError, MissingDependencyError
+from taskgym.errors import ConfigError
 from taskgym.sandbox import SandboxSpec, Session
 
-__all__ = ["FinanceEnv", "documents_of", "generated_tasks", "load_gold"]
+__all__ = ["FinanceEnv", "documents_of", "load_gold"]
 
 ENV_ID = "finance-pdf-v0"
-
-
-def generated_tasks(names: tuple[str, ...] = GENERATORS, size: int = 120) -> GeneratedTaskSet:
-    """Seeded questions about freshly generated filings (``<family>-<seed>``)."""
-    unknown = set(names) - set(GENERATORS)
-    if unknown:
-        raise ConfigError(f"unknown generator {sorted(unknown)[0]!r}; choose from "
-                          f"{', '.join(GENERATORS)}")
-    version = source_version(*sorted(Path(__file__).parent.rglob("*.py")))
-    return GeneratedTaskSet({n: generator(n) for n in names}, "finance",
-                            {n: version for n in names}, size=size)
 
 
 def documents_of(task: Task) -> list[Path]:
@@ -68,20 +55,16 @@ class FinanceEnv(TaskEnv):
     description = "Answer questions about financial PDF filings; normalised numbers decide."
     image = "taskgym/finance-pdf-v0"
 
+    curated = f"{ENV_ID}/tasks"
+    generators = GENERATORS
+    generate = "taskgym.domains.finance.tasks:generate"
+    generated_size = 120
+    requires = ("pypdfium2", "pdfplumber")
+    extra = "pdf"
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        missing = [name for name in ("pypdfium2", "pdfplumber")
-                   if importlib.util.find_spec(name) is None]
-        if missing:
-            raise MissingDependencyError(
-                f"{ENV_ID} needs {' and '.join(missing)}: pip install 'taskgym[pdf]'")
         self._submission: Submission | None = None
         super().__init__(*args, **kwargs)
-
-    def default_tasks(self) -> TaskSet:
-        return FolderTaskSet(envs_dir() / ENV_ID / "tasks", self.domain)
-
-    def generated_tasks(self, names: tuple[str, ...]) -> TaskSet:
-        return generated_tasks(names or GENERATORS)
 
     def make_tools(self) -> list[Tool]:
         def documents() -> list[Path]:
@@ -89,13 +72,10 @@ class FinanceEnv(TaskEnv):
                 raise ConfigError("no episode is running; call reset() first")
             return documents_of(self.task)
 
-        def max_timeout() -> float:
-            return max(1.0, min(self.episode_limits.command_timeout_sec, self.remaining_seconds()))
-
         def record(submission: Submission) -> None:
             self._submission = submission
 
-        return finance_tools(documents, lambda: self.session, max_timeout, record)
+        return finance_tools(documents, lambda: self.session, self.command_timeout, record)
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[dict[str, str], dict[str, Any]]:

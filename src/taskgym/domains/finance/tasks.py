@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +25,7 @@ from taskgym.domains.finance.content import annual_report, quarterly_report, sty
 from taskgym.domains.finance.questions import ANNUAL, FAMILIES, QUARTERLY, Question, all_questions
 from taskgym.domains.finance.render import Rendered, render
 
-__all__ = ["GENERATORS", "Filings", "build_curated", "build_filings", "generator", "write_task"]
+__all__ = ["GENERATORS", "Filings", "build_curated", "build_filings", "generate", "write_task"]
 
 GENERATORS = (*FAMILIES, "long")
 """Generated task families; ``long`` asks any question about a 100+ page filing."""
@@ -105,20 +105,16 @@ def _solution(gold: GoldAnswer) -> dict[str, object]:
     return {"answer": f"({text})" if gold.value < 0 else text, "unit": gold.scale, "pages": pages}
 
 
-def generator(family: str) -> Callable[[int, Path], None]:
-    """``generate(seed, dest)`` for one family of :data:`GENERATORS`."""
-
-    def generate(seed: int, dest: Path) -> None:
-        long = family == "long"
-        pool: Sequence[Question] = all_questions(make_company(f"{family}-{seed}"), long=long)
-        if not long:
-            pool = [q for q in pool if q.family == family]
-        question = random.Random(f"question-{family}-{seed}").choice(list(pool))
-        filings = build_filings(f"{family}-{seed}", long=long, quarterly=question.needs_quarterly)
-        write_task(dest, filings, question, difficulty="hard" if long else "medium",
-                   max_steps=40 if long else 30)
-
-    return generate
+def generate(family: str, seed: int, dest: Path) -> None:
+    """Write the generated task ``<family>-<seed>`` (a family of :data:`GENERATORS`) at ``dest``."""
+    long = family == "long"
+    pool: Sequence[Question] = all_questions(make_company(f"{family}-{seed}"), long=long)
+    if not long:
+        pool = [q for q in pool if q.family == family]
+    question = random.Random(f"question-{family}-{seed}").choice(list(pool))
+    filings = build_filings(f"{family}-{seed}", long=long, quarterly=question.needs_quarterly)
+    write_task(dest, filings, question, difficulty="hard" if long else "medium",
+               max_steps=40 if long else 30)
 
 
 CURATED_COMPANIES = 6

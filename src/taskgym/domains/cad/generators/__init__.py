@@ -8,16 +8,12 @@ task's settings. :func:`write_task` turns a design into a task folder whose hidd
 
 from __future__ import annotations
 
-import functools
 import importlib
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from taskgym.core.task import GeneratedTaskSet, Generator, source_version
-from taskgym.errors import ConfigError
-
-__all__ = ["FAMILIES", "Design", "generated_tasks", "write_task"]
+__all__ = ["FAMILIES", "Design", "generate", "write_task"]
 
 FAMILIES = ("bracket", "enclosure", "flange", "plate", "standoff")
 
@@ -50,19 +46,7 @@ def write_task(design: Design, dest: Path, family: str) -> None:
     (dest / "tests" / "reference.py").write_text(code)
 
 
-def _generate(family: str, seed: int, dest: Path) -> None:
+def generate(family: str, seed: int, dest: Path) -> None:
+    """Write task ``<family>-<seed>`` at ``dest``."""
     module = importlib.import_module(f"taskgym.domains.cad.generators.{family}")
     write_task(module.design(random.Random(f"cad-{family}-{seed}")), dest, family)
-
-
-def generated_tasks(names: tuple[str, ...] = FAMILIES, size: int = 100) -> GeneratedTaskSet:
-    """Seeded CAD tasks from the named families (all by default)."""
-    gens: dict[str, Generator] = {}
-    versions = {}
-    for name in names:
-        if name not in FAMILIES:
-            raise ConfigError(f"unknown CAD family {name!r}; choose from {', '.join(FAMILIES)}")
-        module = importlib.import_module(f"taskgym.domains.cad.generators.{name}")
-        gens[name] = functools.partial(_generate, name)
-        versions[name] = source_version(Path(module.__file__ or ""), Path(__file__))
-    return GeneratedTaskSet(gens, "cad", versions, size=size)
