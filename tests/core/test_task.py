@@ -353,3 +353,13 @@ def test_source_version_tracks_content(tmp_path):
 def test_task_model_rejects_unknown_fields(tmp_path):
     with pytest.raises(ValueError):
         Task(id="x", domain="d", instruction="i", path=tmp_path, nonsense=1)  # type: ignore[call-arg]
+
+
+def test_every_task_set_lists_its_ids_in_pick_order(tmp_path: Path) -> None:
+    def write(seed: int, dest: Path) -> None:
+        dest.mkdir(parents=True)
+        (dest / "instruction.md").write_text(f"task {seed}")
+
+    generated = GeneratedTaskSet({"b": write, "a": write}, "demo", size=5)
+    assert generated.ids() == ["a-0", "b-0", "a-1", "b-1", "a-2"]
+    assert [generated.pick(s).id for s in range(3)] == generated.ids()[:3]

@@ -145,7 +145,8 @@ def cmd_task_check(args: argparse.Namespace) -> int:
 
     env = taskgym.make(args.env, tasks=args.path, sandbox=args.sandbox)
     base = env.unwrapped
-    ids = base.task_set.ids() if hasattr(base.task_set, "ids") else []  # type: ignore[attr-defined]
+    assert isinstance(base, taskgym.TaskEnv)
+    ids = base.task_set.ids()
     bad = 0
     try:
         for task_id in ids:

@@ -152,6 +152,10 @@ class TaskSet(abc.ABC):
     def __len__(self) -> int:
         """Number of tasks; generated sets report how many seeds they cover."""
 
+    @abc.abstractmethod
+    def ids(self) -> list[str]:
+        """The ids of the tasks seeds ``0..len-1`` pick, in that order, without loading them."""
+
     def __iter__(self) -> Iterator[Task]:
         return (self.pick(i) for i in range(len(self)))
 
@@ -177,6 +181,7 @@ class FolderTaskSet(TaskSet):
         self._cache: dict[str, Task] = {}
 
     def ids(self) -> list[str]:
+        """Task folder names, sorted."""
         return list(self._ids)
 
     def get(self, task_id: str) -> Task:
@@ -234,8 +239,15 @@ class GeneratedTaskSet(TaskSet):
         return task
 
     def pick(self, seed: int) -> Task:
+        return self.get(self._id_of(seed))
+
+    def ids(self) -> list[str]:
+        """``<generator>-<seed>`` for seeds ``0..size-1``; nothing is generated."""
+        return [self._id_of(seed) for seed in range(self._size)]
+
+    def _id_of(self, seed: int) -> str:
         k = len(self._names)
-        return self.get(f"{self._names[seed % k]}-{seed // k}")
+        return f"{self._names[seed % k]}-{seed // k}"
 
     def __len__(self) -> int:
         return self._size
