@@ -102,7 +102,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     from taskgym.doctor import run_checks
+    from taskgym.sandbox import reap
 
+    if args.reap:
+        removed = reap()
+        for path in removed:
+            print(f"reaped {path}")
+        print(f"reaped {len(removed)} leftover(s) of dead runs\n")
     checks = run_checks()
     width = max(len(c.name) for c in checks)
     for check in checks:
@@ -110,7 +116,14 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(f"{mark} {check.name:<{width}}  {check.detail}")
         if not check.ok and check.fix:
             print(f"    {'':<{width}}  fix: {check.fix}")
-    return 0 if all(c.ok or c.optional for c in checks) else 1
+    failed = [c for c in checks if not (c.ok or c.optional)]
+    if any(c.optional and not c.ok for c in checks):
+        print("\n--: optional, not needed for coding-terminal-v0 on the local sandbox; "
+              "the fix line says what adds it")
+    if failed:
+        print(f"NO: {len(failed)} required check(s) failed; taskgym cannot run episodes "
+              "here until they are fixed")
+    return 1 if failed else 0
 
 
 def cmd_images_build(args: argparse.Namespace) -> int:
@@ -202,6 +215,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.set_defaults(func=cmd_eval)
 
     doctor = sub.add_parser("doctor", help="what can run here, and how to fix what cannot")
+    doctor.add_argument("--reap", action="store_true",
+                        help="first remove the cgroups and folders that sandboxes of dead "
+                             "runs left (a controller killed by SIGKILL, say)")
     doctor.set_defaults(func=cmd_doctor)
 
     images = sub.add_parser("images", help="container images of the docker backend")

@@ -1,20 +1,31 @@
 """Sandboxes: a backend owns the isolation, a session runs commands in it."""
 
+from taskgym.sandbox._reaper import leftovers, reap
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec, Session
 
-__all__ = ["Backend", "ExecResult", "ResourceUsage", "SandboxSpec", "Session", "get_backend"]
+__all__ = ["BACKENDS", "Backend", "ExecResult", "ResourceUsage", "SandboxSpec", "Session",
+           "check_backend_name", "get_backend", "leftovers", "reap"]
+
+BACKENDS = ("local", "docker")
+"""The names :func:`get_backend` accepts."""
+
+
+def check_backend_name(name: str) -> None:
+    """Raise :class:`~taskgym.errors.ConfigError` unless ``name`` is one of :data:`BACKENDS`."""
+    from taskgym.errors import ConfigError
+
+    if name not in BACKENDS:
+        raise ConfigError(f"unknown sandbox backend {name!r}; available: "
+                          f"{', '.join(map(repr, BACKENDS))} (or a Backend instance)")
 
 
 def get_backend(name: str) -> Backend:
     """The backend called ``name`` ("local" or "docker"); raises with install hints when unusable."""
-    from taskgym.errors import ConfigError
-
+    check_backend_name(name)
     if name == "local":
         from taskgym.sandbox.local import LocalBackend
 
         return LocalBackend()
-    if name == "docker":
-        from taskgym.sandbox.docker import DockerBackend
+    from taskgym.sandbox.docker import DockerBackend
 
-        return DockerBackend.shared()
-    raise ConfigError(f"unknown sandbox backend {name!r}; available: 'local', 'docker'")
+    return DockerBackend.shared()
