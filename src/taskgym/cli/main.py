@@ -27,10 +27,42 @@ def _agent_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     if args.agent == "scripted":
         if not args.actions:
             raise SystemExit("--agent scripted needs --actions FILE (a JSON list of actions)")
-        return {"actions": json.loads(Path(args.actions).read_text())}
+        return {"actions": _read_actions(args.actions)}
     if args.agent == "random" and args.seed is not None:
         return {"seed": args.seed}
     return {}
+
+
+def _read_actions(path: str) -> list[Any]:
+    """The JSON list of actions in ``path`` (``--actions``), or a ConfigError saying what is wrong."""
+    from taskgym.errors import ConfigError
+
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ConfigError(f"--actions {path}: cannot read it ({exc.strerror or exc}); give a "
+                          "file holding a JSON list of actions") from None
+    try:
+        actions = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"--actions {path}: not valid JSON ({exc.msg} at line {exc.lineno}, "
+                          f"column {exc.colno}); it must hold a JSON list of actions such as "
+                          '[{"tool": "bash", "args": {"command": "ls"}}]') from None
+    if not isinstance(actions, list):
+        raise ConfigError(f"--actions {path}: holds a JSON {type(actions).__name__}, not a list "
+                          "of actions")
+    return actions
+
+
+def _positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is less than 1")
+    return value
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -181,8 +213,11 @@ def cmd_task_check(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from taskgym import __version__
+
     parser = argparse.ArgumentParser(
         prog="taskgym", description="Task-sandbox environments for RL of LLM agents.")
+    parser.add_argument("--version", action="version", version=f"taskgym {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     sub.add_parser("list", help="list registered envs").set_defaults(func=cmd_list)
@@ -193,7 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
                        choices=["oracle", "null", "random", "scripted", "openai"])
         p.add_argument("--tasks", help="task folder(s), or a named set such as 'generated'")
         p.add_argument("--sandbox", default="local")
-        p.add_argument("--max-steps", type=int)
+        p.add_argument("--max-steps", type=_positive_int)
         p.add_argument("--seed", type=int)
         p.add_argument("--base-url", help="OpenAI-compatible server (agent openai)")
         p.add_argument("--model", help="model name (agent openai)")
@@ -209,8 +244,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("eval", help="evaluate an agent over many episodes")
     episode_options(ev)
-    ev.add_argument("--episodes", type=int, help="default: every task of a finite set once")
-    ev.add_argument("--workers", type=int, default=2)
+    ev.add_argument("--episodes", type=_positive_int,
+                    help="default: every task of a finite set once")
+    ev.add_argument("--workers", type=_positive_int, default=2,
+                    help="parallel episodes, one env each (default: 2)")
     ev.add_argument("--output", help="JSONL file of every episode")
     ev.set_defaults(func=cmd_eval)
 

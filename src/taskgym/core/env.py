@@ -9,6 +9,7 @@ budgets, and grading once the agent submits or runs out of steps or time.
 from __future__ import annotations
 
 import abc
+import difflib
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -18,14 +19,25 @@ import gymnasium as gym
 
 from taskgym.core.reward import RewardResult
 from taskgym.core.spaces import ToolCallSpace, UnicodeText
-from taskgym.core.task import FolderTaskSet, Limits, Task, TaskSet
+from taskgym.core.task import FolderTaskSet, GeneratedTaskSet, Limits, Task, TaskSet
 from taskgym.core.tool import ActionError, Tool, ToolResult, parse_action
 from taskgym.errors import ConfigError, SandboxError, TaskgymError
-from taskgym.sandbox import Backend, ResourceUsage, SandboxSpec, Session, get_backend
+from taskgym.sandbox import (
+    BACKENDS,
+    Backend,
+    ResourceUsage,
+    SandboxSpec,
+    Session,
+    check_backend_name,
+    get_backend,
+)
 
 __all__ = ["TaskEnv"]
 
 Observation = dict[str, str]
+
+RESET_OPTIONS = ("task_id",)
+"""The keys ``reset(options=...)`` accepts; any other raises :class:`ConfigError`."""
 
 
 class TaskEnv(gym.Env[Observation, Any], abc.ABC):
@@ -34,7 +46,8 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
     Args:
         tasks: a :class:`TaskSet`, a path to a folder of task folders (or one task folder),
             or ``None`` for the domain's curated set. Domains may accept more names.
-        sandbox: ``"local"`` (bubblewrap, the default) or a :class:`Backend` instance.
+        sandbox: ``"local"`` (bubblewrap, the default), ``"docker"``, or a :class:`Backend`
+            instance; any other name raises :class:`ConfigError` here, not at reset.
         max_steps: override every task's step budget.
         render_mode: ``"ansi"`` makes :meth:`render` return the episode transcript.
     """
@@ -55,6 +68,11 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigError(f"render_mode must be one of {self.metadata['render_modes']}")
+        if isinstance(sandbox, str):
+            check_backend_name(sandbox)
+        elif not isinstance(sandbox, Backend):
+            raise ConfigError(f"sandbox must be a backend name ({', '.join(BACKENDS)}) or a "
+                              f"Backend instance, not {type(sandbox).__name__}")
         self.render_mode = render_mode
         self.task_set = self.resolve_tasks(tasks)
         self._backend_choice = sandbox
@@ -134,7 +152,23 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
             named = self.named_tasks(tasks)
             if named is not None:
                 return named
+            folder = Path(tasks).expanduser().resolve()
+            if not folder.exists():
+                names = self.task_set_names()
+                near = difflib.get_close_matches(tasks, names, n=1)
+                raise ConfigError(
+                    f"tasks={tasks!r}: not a named task set, and the folder {folder} does not "
+                    "exist." + (f" Did you mean {near[0]!r}?" if near else "")
+                    + f" Named sets of {self.domain}: {', '.join(names)}")
         return FolderTaskSet(Path(tasks), self.domain)
+
+    def task_set_names(self) -> list[str]:
+        """The names :meth:`named_tasks` accepts (for error messages)."""
+        generated = self.generated_tasks(())
+        if generated is None:
+            return ["curated"]
+        generators = generated.generator_names if isinstance(generated, GeneratedTaskSet) else ()
+        return ["curated", "generated", *(f"generated:{g}" for g in generators)]
 
     def limits(self, task: Task) -> Limits:
         """``task``'s budgets with this env's overrides (``max_steps``)."""
@@ -166,6 +200,10 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         super().reset(seed=seed)
         self._end_session()
         options = options or {}
+        unknown = sorted(map(str, set(options) - set(RESET_OPTIONS)))
+        if unknown:
+            raise ConfigError(f"unknown reset option(s) {', '.join(map(repr, unknown))}; "
+                              f"known: {', '.join(map(repr, RESET_OPTIONS))}")
         if "task_id" in options:
             task = self.task_set.get(str(options["task_id"]))
         elif seed is not None:
