@@ -24,18 +24,15 @@ class Check:
 
 
 def _cgroups() -> Check:
-    from taskgym.sandbox._cgroups import CgroupLimits, _version
+    from taskgym.sandbox import probe_cgroups
 
-    version = _version()
-    try:
-        probe = CgroupLimits(f"{os.getpid()}-doctor-probe", 64 << 20, 64)
-        probe.close()
+    version, error = probe_cgroups()
+    if error is None:
         return Check("cgroups", True, f"cgroup v{version}: memory and pids limits per sandbox")
-    except OSError as exc:
-        return Check("cgroups", False, f"cgroup v{version} not writable ({exc.strerror or exc}); "
-                     "falling back to rlimits",
-                     "run as root, or on cgroup v2 with systemd delegation "
-                     "(systemd-run --user --scope -p Delegate=yes taskgym ...)")
+    return Check("cgroups", False, f"cgroup v{version} not writable ({error.strerror or error}); "
+                 "falling back to rlimits",
+                 "run as root, or on cgroup v2 with systemd delegation "
+                 "(systemd-run --user --scope -p Delegate=yes taskgym ...)")
 
 
 def _sandbox_tool(name: str, argv: list[str], package: str) -> Check:
@@ -51,12 +48,13 @@ def _sandbox_tool(name: str, argv: list[str], package: str) -> Check:
 
 
 def _step_calls() -> Check:
-    from taskgym.sandbox import _gil_held
+    from taskgym.sandbox import step_calls_implementation
 
-    if _gil_held.IMPLEMENTATION == "c":
+    implementation = step_calls_implementation()
+    if implementation == "c":
         return Check("sandbox: step calls", True, "compiled helper (_syscalls)")
     return Check("sandbox: step calls", False,
-                 f"{_gil_held.IMPLEMENTATION} fallback: the helper was not compiled at install, "
+                 f"{implementation} fallback: the helper was not compiled at install, "
                  "so steps cost more host CPU, most with many threads",
                  "install gcc, then reinstall taskgym (pip install --force-reinstall --no-deps ...)",
                  optional=True)

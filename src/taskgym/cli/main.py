@@ -80,8 +80,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from taskgym.agents import make_agent
     from taskgym.evaluation import run_episode
 
+    agent_kwargs = _agent_kwargs(args)  # a bad --actions file fails before any env exists
     env = taskgym.make(args.env_id, **_env_kwargs(args))
-    agent = make_agent(args.agent, env, **_agent_kwargs(args))
+    agent = make_agent(args.agent, env, **agent_kwargs)
     first = True
 
     def show(action: Any, obs: dict[str, str], info: dict[str, Any]) -> None:

@@ -4,7 +4,8 @@ from taskgym.sandbox._reaper import leftovers, reap
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec, Session
 
 __all__ = ["BACKENDS", "Backend", "ExecResult", "ResourceUsage", "SandboxSpec", "Session",
-           "check_backend_name", "get_backend", "leftovers", "reap"]
+           "check_backend_name", "get_backend", "leftovers", "probe_cgroups", "reap",
+           "step_calls_implementation"]
 
 BACKENDS = ("local", "docker")
 """The names :func:`get_backend` accepts."""
@@ -29,3 +30,26 @@ def get_backend(name: str) -> Backend:
     from taskgym.sandbox.docker import DockerBackend
 
     return DockerBackend.shared()
+
+
+def probe_cgroups() -> tuple[int, OSError | None]:
+    """The cgroup version here, and the error when a cgroup with memory and pids limits
+    cannot be created (``None``: it can; sandboxes get exact limits)."""
+    import os
+
+    from taskgym.sandbox._cgroups import CgroupLimits, _version
+
+    version = _version()
+    try:
+        CgroupLimits(f"{os.getpid()}-doctor-probe", 64 << 20, 64).close()
+    except OSError as exc:
+        return version, exc
+    return version, None
+
+
+def step_calls_implementation() -> str:
+    """Which implementation the local sandbox's step calls use: ``"c"`` (the compiled
+    helper), else a slower fallback (``"ctypes"`` or ``"os"``)."""
+    from taskgym.sandbox._gil_held import IMPLEMENTATION
+
+    return IMPLEMENTATION
