@@ -74,8 +74,9 @@ def leftovers() -> list[Path]:
 def reap() -> list[str]:
     """Remove leftovers of dead owners (see :func:`leftovers`); return what was removed."""
     removed: list[str] = []
+    root = runtime_root()
     for entry in leftovers():
-        if entry.is_relative_to(runtime_root()):
+        if entry.is_relative_to(root):
             shutil.rmtree(entry, ignore_errors=True)
         else:
             remove_cgroup(entry)
