@@ -88,6 +88,19 @@ def test_make_vec_modes_that_do_not_work(kwargs: dict[str, Any], error: str) -> 
         gym.make_vec("taskgym/coding-terminal-v0", num_envs=2, **kwargs).close()
 
 
+def test_reset_with_an_unknown_option_leaves_the_episode_running() -> None:
+    env = taskgym.make("coding-terminal-v0")
+    try:
+        env.reset(seed=0)
+        with pytest.raises(taskgym.ConfigError, match=r"^unknown reset option\(s\) 'seed'; "
+                                                      r"known: 'task_id'$"):
+            env.reset(options={"seed": 1})
+        obs, reward, terminated, truncated, info = env.step(ECHO)
+        assert obs["text"] == "hi\n[exit code 0]" and not (terminated or truncated)
+    finally:
+        env.close()
+
+
 def test_step_after_the_end_reports_an_error() -> None:
     env = taskgym.make("coding-terminal-v0")
     try:

@@ -197,13 +197,13 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Observation, dict[str, Any]]:
-        super().reset(seed=seed)
-        self._end_session()
         options = options or {}
         unknown = sorted(map(str, set(options) - set(RESET_OPTIONS)))
-        if unknown:
+        if unknown:  # refused before anything changes: the running episode goes on
             raise ConfigError(f"unknown reset option(s) {', '.join(map(repr, unknown))}; "
                               f"known: {', '.join(map(repr, RESET_OPTIONS))}")
+        super().reset(seed=seed)
+        self._end_session()
         if "task_id" in options:
             task = self.task_set.get(str(options["task_id"]))
         elif seed is not None:

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from taskgym.sandbox._cgroups import cgroup_parents, remove_cgroup
 
-__all__ = ["leftovers", "owner_alive", "proc_stat", "reap", "reap_once", "runtime_root", "session_name"]
+__all__ = ["leftovers", "owner_alive", "proc_stat", "reap", "reap_once", "runtime_root",
+           "session_name"]
 
 _lock = threading.Lock()
 _reaped = False
