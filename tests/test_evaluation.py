@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from typing import Any
 
@@ -186,8 +187,11 @@ def test_evaluate_output_not_writable(tmp_path):
 
 def test_progress_bar_success_count_is_never_behind(tmp_path, capsys, monkeypatch):
     # every frame the bar draws shows the success count of the episodes it counts: "n/4"
-    # with "success=k/n" (crashed episodes: k is 0). TQDM_MININTERVAL=0 draws every update.
-    monkeypatch.setenv("TQDM_MININTERVAL", "0")
+    # with "success=k/n" (crashed episodes: k is 0). mininterval=0, miniters=1: every update
+    # is drawn (evaluate imports tqdm.tqdm when it runs)
+    import tqdm
+
+    monkeypatch.setattr(tqdm, "tqdm", functools.partial(tqdm.tqdm, mininterval=0, miniters=1))
     for name in ("broken-a", "broken-b"):
         (tmp_path / "tasks" / name).mkdir(parents=True)
         (tmp_path / "tasks" / name / "instruction.md").write_text("x")
