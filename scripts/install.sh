@@ -4,7 +4,9 @@
 #   ./scripts/install.sh --test     plus the test, lint and docs tools, and CadQuery (cad extra)
 # System packages: bubblewrap (the sandbox), and inside the sandbox python3 with pytest,
 # git, make, gcc (what coding tasks use). Installed with apt-get when run as root or with
-# sudo; otherwise the exact command to run is printed.
+# sudo; otherwise the exact command to run is printed. Ends with `taskgym doctor`, which
+# fails only when a required part is missing (optional ones, such as the cad and pdf extras,
+# are "--" lines naming the extra that adds them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
@@ -63,8 +64,10 @@ def test_doctor(capsys):
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert lines[0].startswith("ok ") and "sandbox: local" in lines[0]
-    # "--": an optional part (the docker backend) is missing; fix lines are indented
-    assert all(line.startswith(("ok ", "-- ", "    ")) for line in lines)
+    # "--": an optional part (the docker backend, say) is missing; fix lines are indented;
+    # the legend that ends the output says what "--" means
+    assert all(line.startswith(("ok ", "-- ", "    ", "--: optional")) for line in lines if line)
+    assert any("leftovers of dead runs" in line for line in lines)
     assert any("coding: python3 + pytest (system)" in line for line in lines)
 
 
@@ -148,3 +151,186 @@ def test_task_check_broken(capsys, tmp_path, answer_task):
     assert lines[2].startswith("     oracle run 2 scored 0.0 (want 1.0): ")
     assert "null run" not in out  # the null agent does score 0
     assert lines[-1] == "0 of 1 tasks pass: oracle scores 1 and null scores 0, twice"
+
+
+# -- argument checks and clear errors (no sandbox) ---------------------------------------------
+
+
+def test_version(capsys):
+    import taskgym
+
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out == f"taskgym {taskgym.__version__}\n"
+
+
+@pytest.mark.parametrize("option", ["--episodes", "--workers"])
+@pytest.mark.parametrize(("value", "why"), [("0", "0 is less than 1"), ("-2", "-2 is less than 1"),
+                                            ("two", "'two' is not an integer")])
+def test_eval_counts_must_be_positive(capsys, option, value, why):
+    with pytest.raises(SystemExit) as info:
+        main(["eval", "coding-terminal-v0", "--agent", "null", option, value])
+    assert info.value.code == 2
+    assert f"argument {option}: {why}" in capsys.readouterr().err
+
+
+def test_run_max_steps_must_be_positive(capsys):
+    with pytest.raises(SystemExit):
+        main(["run", "coding-terminal-v0", "--max-steps", "0"])
+    assert "argument --max-steps: 0 is less than 1" in capsys.readouterr().err
+
+
+def test_eval_output_in_a_missing_folder(capsys, tmp_path):
+    output = tmp_path / "no" / "such" / "x.jsonl"
+    assert main(["eval", "coding-terminal-v0", "--agent", "null", "--episodes", "1",
+                 "--output", str(output)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"taskgym: cannot write {output}: the folder {output.parent} does not exist; "
+                   f"create it first (mkdir -p {output.parent}) or choose another file\n")
+    assert not (tmp_path / "no").exists()
+
+
+@pytest.mark.parametrize(("content", "why"), [
+    (None, "cannot read it (No such file or directory)"),
+    ("[{'tool': 'bash'}]", "not valid JSON (Expecting property name enclosed in double quotes "
+     "at line 1, column 3)"),
+    ("", "not valid JSON (Expecting value at line 1, column 1)"),
+    ('{"tool": "submit", "args": {}}', "holds a JSON dict, not a list of actions"),
+])
+def test_scripted_actions_file_problems(capsys, tmp_path, content, why):
+    actions = tmp_path / "actions.json"
+    if content is not None:
+        actions.write_text(content)
+    assert main(["run", "coding-terminal-v0", "--agent", "scripted",
+                 "--actions", str(actions)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"taskgym: --actions {actions}: {why}")
+    assert "Traceback" not in err
+
+
+def test_scripted_actions_a_folder(capsys, tmp_path):
+    assert main(["run", "coding-terminal-v0", "--agent", "scripted",
+                 "--actions", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"taskgym: --actions {tmp_path}: cannot read it (Is a directory)")
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--sandbox", "nope"], "unknown sandbox backend 'nope'; available: 'local', 'docker'"),
+    (["--tasks", "curatd"], "tasks='curatd': not a named task set, and the folder "),
+])
+def test_bad_env_options_are_reported(capsys, argv, message):
+    assert main(["run", "coding-terminal-v0", "--agent", "null", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"taskgym: {message}")
+    if "--tasks" in argv:
+        assert err.endswith("does not exist. Did you mean 'curated'? Named sets of coding: "
+                            "curated, generated, generated:mutation, generated:spec, "
+                            "generated:wrangling\n")
+
+
+def test_unknown_env_without_a_close_match_lists_the_ids(capsys):
+    assert main(["run", "nope-v0"]) == 2
+    assert capsys.readouterr().err == (
+        "taskgym: no taskgym env 'nope-v0'. "
+        "Registered: cad-cadquery-v0, coding-terminal-v0, finance-pdf-v0\n")
+
+
+# -- doctor: what is optional, exit status, leftovers --------------------------------------------
+
+
+def _checks(*checks):
+    from taskgym.doctor import Check
+
+    return [Check(*c[:3], fix=c[3], optional=c[4]) for c in checks]
+
+
+def test_doctor_exit_status_ignores_optional_parts(capsys, monkeypatch):
+    import taskgym.doctor
+
+    monkeypatch.setattr(taskgym.doctor, "run_checks", lambda: _checks(
+        ("sandbox: local", True, "fine", "", False),
+        ("cad: cadquery", False, "not installed", "pip install 'taskgym[cad]'", True)))
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == "--  cad: cadquery   not installed"
+    assert out[2] == "                    fix: pip install 'taskgym[cad]'"
+    assert out[-1].startswith("--: optional, not needed for coding-terminal-v0 on the local "
+                              "sandbox")
+    assert not any(line.startswith("NO") for line in out)
+
+
+def test_doctor_exit_status_fails_on_a_required_part(capsys, monkeypatch):
+    import taskgym.doctor
+
+    monkeypatch.setattr(taskgym.doctor, "run_checks", lambda: _checks(
+        ("sandbox: local", False, "bwrap missing", "sudo apt-get install bubblewrap", False),
+        ("cgroups", True, "v2", "", False)))
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "NO  sandbox: local  bwrap missing"
+    assert out[-1] == ("NO: 1 required check(s) failed; taskgym cannot run episodes here "
+                       "until they are fixed")
+
+
+@pytest.mark.sandbox
+def test_doctor_without_the_cad_and_pdf_extras(capsys, monkeypatch):
+    # what a fresh `./scripts/install.sh` (no extras) sees: optional lines, exit status 0
+    import importlib.metadata
+
+    real = importlib.metadata.version
+
+    def version(dist: str) -> str:
+        if dist in ("cadquery", "pdfplumber", "pypdfium2", "reportlab", "fpdf2"):
+            raise importlib.metadata.PackageNotFoundError(dist)
+        return real(dist)
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    assert main(["doctor"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    cad = next(i for i, line in enumerate(lines) if "cad: cadquery" in line)
+    assert lines[cad].startswith("--  ") and lines[cad].endswith(
+        "not installed (optional: only cad-cadquery-v0 needs it)")
+    assert lines[cad + 1].split() == ["fix:", "pip", "install", "'taskgym[cad]'"]
+    pdf = next(i for i, line in enumerate(lines) if "finance: pdf extra" in line)
+    assert lines[pdf].startswith("--  ") and lines[pdf].endswith(
+        "missing pdfplumber, pypdfium2, reportlab, fpdf2 (optional: only finance-pdf-v0 needs it)")
+    assert lines[pdf + 1].split() == ["fix:", "pip", "install", "'taskgym[pdf]'"]
+
+
+@pytest.mark.sandbox
+def test_doctor_reports_and_reaps_what_a_killed_controller_left(capsys, tmp_path, answer_task):
+    import signal
+    import subprocess
+    import sys
+
+    from taskgym.sandbox import leftovers
+
+    answer_task(tmp_path / "tasks" / "answer")
+    script = (
+        "import os, signal, taskgym\n"
+        f"env = taskgym.make('coding-terminal-v0', tasks={str(tmp_path / 'tasks')!r})\n"
+        "env.reset()\n"
+        "print(os.getpid(), flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    dead = proc.stdout.strip()
+    left = {str(p) for p in leftovers() if p.name.startswith(f"{dead}-")}
+    assert left, "a controller killed while its sandbox ran left nothing: nothing to reap"
+
+    assert main(["doctor"]) == 0  # leftovers are reported, not a failure
+    lines = capsys.readouterr().out.splitlines()
+    line = next(i for i, x in enumerate(lines) if "leftovers of dead runs" in x)
+    assert lines[line].startswith("--  ")
+    assert lines[line + 1].split()[:3] == ["fix:", "taskgym", "doctor"]
+    assert "--reap" in lines[line + 1]
+
+    assert main(["doctor", "--reap"]) == 0
+    out = capsys.readouterr().out
+    assert {f"reaped {p}" for p in left} <= set(out.splitlines())
+    assert not any(Path(p).exists() for p in left)
+    assert not [p for p in leftovers() if p.name.startswith(f"{dead}-")]

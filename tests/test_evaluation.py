@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from typing import Any
 
@@ -154,3 +155,54 @@ def test_run_episode_counts_step_errors(tmp_path, answer_task):
     assert seen[3][1] == "error: invalid arguments for bash: cwd: Extra inputs are not permitted"
     assert "contains '..'" in seen[4][1]
     assert seen[5][2]["reward"].score == 1.0
+
+
+# -- argument checks (no sandbox) -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"episodes": 0}, "episodes=0: give at least 1"),
+    ({"episodes": -2}, "episodes=-2: give at least 1"),
+    ({"workers": 0}, "workers=0: give at least 1"),
+    ({"workers": -3}, "workers=-3: give at least 1"),
+])
+def test_evaluate_refuses_counts_below_one(kwargs, message):
+    with pytest.raises(ConfigError, match=f"^{message}"):
+        evaluate("coding-terminal-v0", agent="null", progress=False, **kwargs)
+
+
+def test_evaluate_output_in_a_missing_folder(tmp_path):
+    output = tmp_path / "missing" / "x.jsonl"
+    with pytest.raises(ConfigError) as info:
+        evaluate("coding-terminal-v0", agent="null", episodes=1, progress=False, output=output)
+    assert str(info.value) == (
+        f"cannot write {output}: the folder {output.parent} does not exist; create it first "
+        f"(mkdir -p {output.parent}) or choose another file")
+
+
+def test_evaluate_output_not_writable(tmp_path):
+    with pytest.raises(ConfigError, match=r"^cannot write .*: Is a directory; choose another"):
+        evaluate("coding-terminal-v0", agent="null", episodes=1, progress=False, output=tmp_path)
+
+
+def test_progress_bar_success_count_is_never_behind(tmp_path, capsys, monkeypatch):
+    # every frame the bar draws shows the success count of the episodes it counts: "n/4"
+    # with "success=k/n" (crashed episodes: k is 0). mininterval=0, miniters=1: every update
+    # is drawn (evaluate imports tqdm.tqdm when it runs)
+    import tqdm
+
+    monkeypatch.setattr(tqdm, "tqdm", functools.partial(tqdm.tqdm, mininterval=0, miniters=1))
+    for name in ("broken-a", "broken-b"):
+        (tmp_path / "tasks" / name).mkdir(parents=True)
+        (tmp_path / "tasks" / name / "instruction.md").write_text("x")
+        (tmp_path / "tasks" / name / "task.toml").write_text("[agent\n")
+    evaluate("coding-terminal-v0", agent="null", seeds=[0, 1, 2, 3], workers=2,
+             tasks=str(tmp_path / "tasks"))
+    frames = [f for f in capsys.readouterr().err.split("\r") if "ep" in f]
+    counted = []
+    for frame in frames:
+        done = int(frame.split("|")[2].split("/")[0])
+        shown = frame.split("success=")[1].rstrip("] \n") if "success=" in frame else None
+        assert shown == (f"0/{done}" if done else None), frame
+        counted.append(done)
+    assert counted[-1] == 4 and set(counted) == {0, 1, 2, 3, 4}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from typing import Any
 
@@ -55,6 +56,49 @@ def test_vector_envs(vector: str) -> None:
         assert list(terminated) == [True, True] and list(reward) == [0.0, 0.0]
     finally:
         venv.close()
+
+
+@pytest.mark.parametrize("how", ["default", "sync", "async-no-shared-memory"])
+def test_make_vec(how: str) -> None:
+    # what docs/quickstart.md says works with gymnasium.make_vec; kwargs reach every sub-env
+    kwargs: dict[str, Any] = {
+        "default": {}, "sync": {"vectorization_mode": "sync"},
+        "async-no-shared-memory": {"vectorization_mode": "async",
+                                   "vector_kwargs": {"shared_memory": False}}}[how]
+    venv = gym.make_vec("taskgym/coding-terminal-v0", num_envs=2, tasks="generated:spec",
+                        **kwargs)
+    try:
+        assert isinstance(venv, gym.vector.AsyncVectorEnv if how.startswith("async")
+                          else gym.vector.SyncVectorEnv)
+        obs, info = venv.reset(seed=[0, 1])
+        assert list(info["task_id"]) == ["spec-0", "spec-1"]
+        obs, reward, terminated, truncated, info = venv.step((ECHO, SUBMIT))
+        assert obs["text"][0] == "hi\n[exit code 0]"
+        assert list(terminated) == [False, True]
+    finally:
+        venv.close()
+
+
+@pytest.mark.parametrize(("kwargs", "error"), [
+    ({"vectorization_mode": "async"}, "shared_memory=True)` caused an error"),
+    ({"vectorization_mode": "vector_entry_point"}, "doesn't have a vector entry point defined"),
+])
+def test_make_vec_modes_that_do_not_work(kwargs: dict[str, Any], error: str) -> None:
+    with pytest.raises(Exception, match=re.escape(error)):
+        gym.make_vec("taskgym/coding-terminal-v0", num_envs=2, **kwargs).close()
+
+
+def test_reset_with_an_unknown_option_leaves_the_episode_running() -> None:
+    env = taskgym.make("coding-terminal-v0")
+    try:
+        env.reset(seed=0)
+        with pytest.raises(taskgym.ConfigError, match=r"^unknown reset option\(s\) 'seed'; "
+                                                      r"known: 'task_id'$"):
+            env.reset(options={"seed": 1})
+        obs, reward, terminated, truncated, info = env.step(ECHO)
+        assert obs["text"] == "hi\n[exit code 0]" and not (terminated or truncated)
+    finally:
+        env.close()
 
 
 def test_step_after_the_end_reports_an_error() -> None:

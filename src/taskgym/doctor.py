@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-__all__ = ["Check", "run_checks"]
+__all__ = ["Check", "leftovers_check", "run_checks"]
 
 
 @dataclass(frozen=True)
@@ -19,22 +19,20 @@ class Check:
     detail: str
     fix: str = ""
     optional: bool = False
-    """Not needed by the default setup (the docker backend): reported, not a failure."""
+    """Not needed by the default setup (coding-terminal-v0 on the local sandbox): the docker
+    backend, the cad and pdf extras, ... A missing optional part is reported, not a failure."""
 
 
 def _cgroups() -> Check:
-    from taskgym.sandbox._cgroups import CgroupLimits, _version
+    from taskgym.sandbox import probe_cgroups
 
-    version = _version()
-    try:
-        probe = CgroupLimits(f"{os.getpid()}-doctor-probe", 64 << 20, 64)
-        probe.close()
+    version, error = probe_cgroups()
+    if error is None:
         return Check("cgroups", True, f"cgroup v{version}: memory and pids limits per sandbox")
-    except OSError as exc:
-        return Check("cgroups", False, f"cgroup v{version} not writable ({exc.strerror or exc}); "
-                     "falling back to rlimits",
-                     "run as root, or on cgroup v2 with systemd delegation "
-                     "(systemd-run --user --scope -p Delegate=yes taskgym ...)")
+    return Check("cgroups", False, f"cgroup v{version} not writable ({error.strerror or error}); "
+                 "falling back to rlimits",
+                 "run as root, or on cgroup v2 with systemd delegation "
+                 "(systemd-run --user --scope -p Delegate=yes taskgym ...)")
 
 
 def _sandbox_tool(name: str, argv: list[str], package: str) -> Check:
@@ -50,12 +48,13 @@ def _sandbox_tool(name: str, argv: list[str], package: str) -> Check:
 
 
 def _step_calls() -> Check:
-    from taskgym.sandbox import _gil_held
+    from taskgym.sandbox import step_calls_implementation
 
-    if _gil_held.IMPLEMENTATION == "c":
+    implementation = step_calls_implementation()
+    if implementation == "c":
         return Check("sandbox: step calls", True, "compiled helper (_syscalls)")
     return Check("sandbox: step calls", False,
-                 f"{_gil_held.IMPLEMENTATION} fallback: the helper was not compiled at install, "
+                 f"{implementation} fallback: the helper was not compiled at install, "
                  "so steps cost more host CPU, most with many threads",
                  "install gcc, then reinstall taskgym (pip install --force-reinstall --no-deps ...)",
                  optional=True)
@@ -71,8 +70,9 @@ def _pdf_extra() -> Check:
         except PackageNotFoundError:
             missing.append(dist)
     if missing:
-        return Check("finance: pdf extra", False, f"missing {', '.join(missing)}",
-                     "pip install 'taskgym[pdf]'")
+        return Check("finance: pdf extra", False,
+                     f"missing {', '.join(missing)} (optional: only finance-pdf-v0 needs it)",
+                     "pip install 'taskgym[pdf]'", optional=True)
     return Check("finance: pdf extra", True, ", ".join(found))
 
 
@@ -132,7 +132,23 @@ def run_checks() -> list[Check]:
     checks.append(_cadquery())
     checks.append(_pdf_extra())
     checks.extend(_docker_checks())
+    checks.append(leftovers_check())
     return checks
+
+
+def leftovers_check() -> Check:
+    """Cgroups and folders of sandboxes whose controller died (killed by SIGKILL, say). The
+    next sandbox start reaps them anyway; ``taskgym doctor --reap`` does it now."""
+    from taskgym.sandbox import leftovers
+
+    found = leftovers()
+    if not found:
+        return Check("leftovers of dead runs", True, "none")
+    shown = ", ".join(str(p) for p in found[:3]) + (f" and {len(found) - 3} more"
+                                                   if len(found) > 3 else "")
+    return Check("leftovers of dead runs", False, f"{len(found)}: {shown}",
+                 "taskgym doctor --reap (the next sandbox start also reaps them)",
+                 optional=True)
 
 
 def _cadquery() -> Check:
@@ -141,6 +157,7 @@ def _cadquery() -> Check:
     try:
         version = importlib.metadata.version("cadquery")
     except importlib.metadata.PackageNotFoundError:
-        return Check("cad: cadquery", False, "not installed (cad-cadquery-v0 needs it)",
-                     "pip install 'taskgym[cad]'")
+        return Check("cad: cadquery", False,
+                     "not installed (optional: only cad-cadquery-v0 needs it)",
+                     "pip install 'taskgym[cad]'", optional=True)
     return Check("cad: cadquery", True, f"cadquery {version}")

@@ -10,12 +10,13 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import gymnasium as gym
 
 from taskgym.agents import Agent, make_agent
 from taskgym.core.registry import make
+from taskgym.errors import ConfigError
 
 __all__ = ["EpisodeRecord", "EvalResults", "evaluate", "run_episode"]
 
@@ -117,6 +118,19 @@ def run_episode(env: gym.Env[Any, Any], agent: Agent, seed: int | None = None,
     return record
 
 
+def _open_output(output: str | Path) -> IO[str]:
+    """``output`` opened for appending, or a ConfigError that says what to do."""
+    path = Path(output)
+    if not path.parent.is_dir():
+        raise ConfigError(f"cannot write {path}: the folder {path.parent} does not exist; "
+                          f"create it first (mkdir -p {path.parent}) or choose another file")
+    try:
+        return path.open("a")
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror or exc}; choose another file")\
+            from None
+
+
 def evaluate(env_id: str, agent: str = "oracle", episodes: int | None = None, workers: int = 1,
              seeds: Iterable[int] | None = None, output: str | Path | None = None,
              progress: bool = True, agent_kwargs: dict[str, Any] | None = None,
@@ -126,16 +140,20 @@ def evaluate(env_id: str, agent: str = "oracle", episodes: int | None = None, wo
     Each worker owns one env. Seeds pick tasks deterministically, so the default covers a
     curated set once. Every record is appended to ``output`` (JSONL) as soon as it ends.
     """
+    if episodes is not None and episodes < 1:
+        raise ConfigError(f"episodes={episodes}: give at least 1 (or None: every task once)")
+    if workers < 1:
+        raise ConfigError(f"workers={workers}: give at least 1")
     probe = make(env_id, **env_kwargs)
     try:
         make_agent(agent, probe, **(agent_kwargs or {}))  # a bad agent config fails here, once
         count = episodes if episodes is not None else len(probe.unwrapped.task_set)  # type: ignore[attr-defined]
     finally:
         probe.close()
+    out = _open_output(output) if output else None  # before any episode runs
     seed_list = list(seeds) if seeds is not None else list(range(count))
     records: list[EpisodeRecord] = []
     lock = threading.Lock()
-    out = open(output, "a") if output else None  # noqa: SIM115 - closed below
     local = threading.local()
     envs: list[gym.Env[Any, Any]] = []
 
@@ -160,7 +178,7 @@ def evaluate(env_id: str, agent: str = "oracle", episodes: int | None = None, wo
 
         bar = tqdm(total=len(seed_list), desc=f"{env_id} [{agent}]", unit="ep")
     try:
-        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
             futures = [pool.submit(one, s) for s in seed_list]
             for future in as_completed(futures):
                 record = future.result()
@@ -169,9 +187,10 @@ def evaluate(env_id: str, agent: str = "oracle", episodes: int | None = None, wo
                     if out is not None:
                         out.write(json.dumps(asdict(record)) + "\n")
                         out.flush()
-                if bar is not None:
+                    successes = sum(r.success for r in records)
+                if bar is not None:  # the count first, so the bar never shows the previous one
+                    bar.set_postfix(success=f"{successes}/{len(records)}", refresh=False)
                     bar.update(1)
-                    bar.set_postfix(success=f"{sum(r.success for r in records)}/{len(records)}")
     finally:
         if bar is not None:
             bar.close()

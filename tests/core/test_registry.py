@@ -287,3 +287,61 @@ def test_errors_are_exported():
     for name in ("ConfigError", "UnknownEnvError", "TaskNotFoundError", "SandboxTimeout",
                  "TaskgymError", "VerifierError"):
         assert getattr(taskgym, name) is getattr(taskgym.errors, name)
+
+
+# -- clear errors at make and reset (no sandbox starts) ---------------------------------------
+
+
+@pytest.mark.parametrize("wrong", ["nope-v0", "cad-v0", "taskgym/pdf-v1"])
+def test_make_unknown_far_from_every_id_lists_them(wrong):
+    # a shared "-v0" is no reason to suggest an id: only close matches are suggested
+    with pytest.raises(UnknownEnvError) as info:
+        taskgym.make(wrong)
+    assert str(info.value) == (f"no taskgym env {wrong!r}. Registered: cad-cadquery-v0, "
+                               "coding-terminal-v0, finance-pdf-v0")
+
+
+@pytest.mark.parametrize("name", ["nope", "Local", "", "bwrap"])
+def test_make_refuses_an_unknown_sandbox_name(name):
+    with pytest.raises(ConfigError) as info:
+        taskgym.make("coding-terminal-v0", sandbox=name)
+    assert str(info.value) == (f"unknown sandbox backend {name!r}; available: 'local', "
+                               "'docker' (or a Backend instance)")
+
+
+def test_make_refuses_a_sandbox_of_the_wrong_type():
+    with pytest.raises(ConfigError, match=r"^sandbox must be a backend name \(local, docker\) "
+                                          r"or a Backend instance, not int$"):
+        taskgym.make("coding-terminal-v0", sandbox=3)
+
+
+@pytest.mark.parametrize(("tasks", "hint"), [("curatd", " Did you mean 'curated'?"),
+                                             ("generatd", " Did you mean 'generated'?"),
+                                             ("no/such/folder", "")])
+def test_make_unknown_task_set_names_the_named_ones(tasks, hint, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as info:
+        taskgym.make("coding-terminal-v0", tasks=tasks)
+    assert str(info.value) == (
+        f"tasks={tasks!r}: not a named task set, and the folder {tmp_path / tasks} does not "
+        f"exist.{hint} Named sets of coding: curated, generated, generated:mutation, "
+        "generated:spec, generated:wrangling")
+
+
+def test_task_set_names_without_generators(tiny_registered, tiny_tasks):
+    env = taskgym.make(tiny_registered, tasks=str(tiny_tasks), sandbox=MemoryBackend())
+    assert env.unwrapped.task_set_names() == ["curated"]  # type: ignore[attr-defined]
+    env.close()
+
+
+@pytest.mark.parametrize("options", [{"taskid": "x"}, {"task_id": "calc", "seed": 1},
+                                     {"task": "a", "reset_mask": [True]}])
+def test_reset_refuses_unknown_options(options):
+    env = taskgym.make("coding-terminal-v0")
+    try:
+        with pytest.raises(ConfigError) as info:
+            env.reset(options=options)
+    finally:
+        env.close()
+    unknown = ", ".join(repr(k) for k in sorted(options) if k != "task_id")
+    assert str(info.value) == f"unknown reset option(s) {unknown}; known: 'task_id'"

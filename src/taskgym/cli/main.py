@@ -27,10 +27,42 @@ def _agent_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     if args.agent == "scripted":
         if not args.actions:
             raise SystemExit("--agent scripted needs --actions FILE (a JSON list of actions)")
-        return {"actions": json.loads(Path(args.actions).read_text())}
+        return {"actions": _read_actions(args.actions)}
     if args.agent == "random" and args.seed is not None:
         return {"seed": args.seed}
     return {}
+
+
+def _read_actions(path: str) -> list[Any]:
+    """The JSON list of actions in ``path`` (``--actions``), or a ConfigError saying what is wrong."""
+    from taskgym.errors import ConfigError
+
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ConfigError(f"--actions {path}: cannot read it ({exc.strerror or exc}); give a "
+                          "file holding a JSON list of actions") from None
+    try:
+        actions = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"--actions {path}: not valid JSON ({exc.msg} at line {exc.lineno}, "
+                          f"column {exc.colno}); it must hold a JSON list of actions such as "
+                          '[{"tool": "bash", "args": {"command": "ls"}}]') from None
+    if not isinstance(actions, list):
+        raise ConfigError(f"--actions {path}: holds a JSON {type(actions).__name__}, not a list "
+                          "of actions")
+    return actions
+
+
+def _positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is less than 1")
+    return value
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -48,8 +80,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from taskgym.agents import make_agent
     from taskgym.evaluation import run_episode
 
+    agent_kwargs = _agent_kwargs(args)  # a bad --actions file fails before any env exists
     env = taskgym.make(args.env_id, **_env_kwargs(args))
-    agent = make_agent(args.agent, env, **_agent_kwargs(args))
+    agent = make_agent(args.agent, env, **agent_kwargs)
     first = True
 
     def show(action: Any, obs: dict[str, str], info: dict[str, Any]) -> None:
@@ -102,7 +135,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     from taskgym.doctor import run_checks
+    from taskgym.sandbox import reap
 
+    if args.reap:
+        removed = reap()
+        for path in removed:
+            print(f"reaped {path}")
+        print(f"reaped {len(removed)} leftover(s) of dead runs\n")
     checks = run_checks()
     width = max(len(c.name) for c in checks)
     for check in checks:
@@ -110,7 +149,14 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(f"{mark} {check.name:<{width}}  {check.detail}")
         if not check.ok and check.fix:
             print(f"    {'':<{width}}  fix: {check.fix}")
-    return 0 if all(c.ok or c.optional for c in checks) else 1
+    failed = [c for c in checks if not (c.ok or c.optional)]
+    if any(c.optional and not c.ok for c in checks):
+        print("\n--: optional, not needed for coding-terminal-v0 on the local sandbox; "
+              "the fix line says what adds it")
+    if failed:
+        print(f"NO: {len(failed)} required check(s) failed; taskgym cannot run episodes "
+              "here until they are fixed")
+    return 1 if failed else 0
 
 
 def cmd_images_build(args: argparse.Namespace) -> int:
@@ -169,8 +215,11 @@ def cmd_task_check(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from taskgym import __version__
+
     parser = argparse.ArgumentParser(
         prog="taskgym", description="Task-sandbox environments for RL of LLM agents.")
+    parser.add_argument("--version", action="version", version=f"taskgym {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     sub.add_parser("list", help="list registered envs").set_defaults(func=cmd_list)
@@ -181,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
                        choices=["oracle", "null", "random", "scripted", "openai"])
         p.add_argument("--tasks", help="task folder(s), or a named set such as 'generated'")
         p.add_argument("--sandbox", default="local")
-        p.add_argument("--max-steps", type=int)
+        p.add_argument("--max-steps", type=_positive_int)
         p.add_argument("--seed", type=int)
         p.add_argument("--base-url", help="OpenAI-compatible server (agent openai)")
         p.add_argument("--model", help="model name (agent openai)")
@@ -197,12 +246,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("eval", help="evaluate an agent over many episodes")
     episode_options(ev)
-    ev.add_argument("--episodes", type=int, help="default: every task of a finite set once")
-    ev.add_argument("--workers", type=int, default=2)
+    ev.add_argument("--episodes", type=_positive_int,
+                    help="default: every task of a finite set once")
+    ev.add_argument("--workers", type=_positive_int, default=2,
+                    help="parallel episodes, one env each (default: 2)")
     ev.add_argument("--output", help="JSONL file of every episode")
     ev.set_defaults(func=cmd_eval)
 
     doctor = sub.add_parser("doctor", help="what can run here, and how to fix what cannot")
+    doctor.add_argument("--reap", action="store_true",
+                        help="first remove the cgroups and folders that sandboxes of dead "
+                             "runs left (a controller killed by SIGKILL, say)")
     doctor.set_defaults(func=cmd_doctor)
 
     images = sub.add_parser("images", help="container images of the docker backend")

@@ -11,6 +11,7 @@ or runs out of steps or time.
 from __future__ import annotations
 
 import abc
+import difflib
 import functools
 import importlib
 import importlib.util
@@ -41,6 +42,9 @@ from taskgym.sandbox import (
 __all__ = ["TaskEnv"]
 
 Observation = dict[str, str]
+
+RESET_OPTIONS = ("task_id",)
+"""The keys ``reset(options=...)`` accepts; any other raises :class:`ConfigError`."""
 
 
 class TaskEnv(gym.Env[Observation, Any], abc.ABC):
@@ -195,7 +199,23 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
             named = self.named_tasks(tasks)
             if named is not None:
                 return named
+            folder = Path(tasks).expanduser().resolve()
+            if not folder.exists():
+                names = self.task_set_names()
+                near = difflib.get_close_matches(tasks, names, n=1)
+                raise ConfigError(
+                    f"tasks={tasks!r}: not a named task set, and the folder {folder} does not "
+                    "exist." + (f" Did you mean {near[0]!r}?" if near else "")
+                    + f" Named sets of {self.domain}: {', '.join(names)}")
         return FolderTaskSet(Path(tasks), self.domain)
+
+    def task_set_names(self) -> list[str]:
+        """The names :meth:`named_tasks` accepts (for error messages)."""
+        generated = self.generated_tasks(())
+        if generated is None:
+            return ["curated"]
+        generators = generated.generator_names if isinstance(generated, GeneratedTaskSet) else ()
+        return ["curated", "generated", *(f"generated:{g}" for g in generators)]
 
     def limits(self, task: Task) -> Limits:
         """``task``'s budgets with this env's overrides (``max_steps``)."""
@@ -229,9 +249,13 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Observation, dict[str, Any]]:
+        options = options or {}
+        unknown = sorted(map(str, set(options) - set(RESET_OPTIONS)))
+        if unknown:  # refused before anything changes: the running episode goes on
+            raise ConfigError(f"unknown reset option(s) {', '.join(map(repr, unknown))}; "
+                              f"known: {', '.join(map(repr, RESET_OPTIONS))}")
         super().reset(seed=seed)
         self._end_session()
-        options = options or {}
         if "task_id" in options:
             task = self.task_set.get(str(options["task_id"]))
         elif seed is not None:

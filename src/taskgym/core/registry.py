@@ -29,6 +29,10 @@ __all__ = ["ENTRY_POINT_GROUP", "EnvInfo", "NAMESPACE", "list_envs", "make", "re
 
 NAMESPACE = "taskgym"
 ENTRY_POINT_GROUP = "taskgym.envs"
+SUGGEST_CUTOFF = 0.75
+"""How alike (difflib ratio) an unknown id and a registered one must be for "did you mean":
+a typo ("coding-termnal-v0": 0.94) is; a shared ``-v0`` suffix ("nope-v0" and
+"finance-pdf-v0": 0.48) is not."""
 
 
 @dataclass(frozen=True)
@@ -113,7 +117,8 @@ def make(env_id: str, **kwargs: Any) -> gym.Env[Any, Any]:
     """Create a registered env (``"my-env-v0"`` or ``"taskgym/my-env-v0"``).
 
     Keyword arguments go to the env (``tasks``, ``sandbox``, ``max_steps``,
-    ``render_mode``...). Unknown ids raise :class:`UnknownEnvError` naming the nearest one.
+    ``render_mode``...). Unknown ids raise :class:`UnknownEnvError` naming a close match,
+    if there is one, and every registered id.
     """
     load_plugins()
     name = _bare(env_id)
@@ -122,7 +127,7 @@ def make(env_id: str, **kwargs: Any) -> gym.Env[Any, Any]:
             raise UnknownEnvError(
                 f"no taskgym env {env_id!r}: no env is registered at all, so taskgym's package "
                 f"metadata is missing; install it (pip install -e . in a checkout)")
-        near = difflib.get_close_matches(name, list(_REGISTRY), n=1, cutoff=0.4)
+        near = difflib.get_close_matches(name, list(_REGISTRY), n=1, cutoff=SUGGEST_CUTOFF)
         hint = f" Did you mean {near[0]!r}?" if near else ""
         raise UnknownEnvError(
             f"no taskgym env {env_id!r}.{hint} Registered: {', '.join(sorted(_REGISTRY))}")

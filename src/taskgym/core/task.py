@@ -223,6 +223,11 @@ class GeneratedTaskSet(TaskSet):
         self._size = size
         self._cache: dict[str, Task] = {}
 
+    @property
+    def generator_names(self) -> tuple[str, ...]:
+        """The generators' names, sorted (task ids are ``<name>-<seed>``)."""
+        return tuple(self._names)
+
     def get(self, task_id: str) -> Task:
         name, _, seed_text = task_id.rpartition("-")
         if name not in self._gens or not seed_text.isdigit():

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from taskgym.sandbox._cgroups import cgroup_parents, remove_cgroup
 
-__all__ = ["owner_alive", "proc_stat", "reap", "reap_once", "runtime_root", "session_name"]
+__all__ = ["leftovers", "owner_alive", "proc_stat", "reap", "reap_once", "runtime_root",
+           "session_name"]
 
 _lock = threading.Lock()
 _reaped = False
@@ -59,20 +60,28 @@ def owner_alive(name: str) -> bool:
     return _start_time(int(parts[0])) == parts[1]
 
 
-def reap() -> list[str]:
-    """Remove leftovers of dead owners; return what was removed."""
-    removed: list[str] = []
-    root = runtime_root()
-    for entry in root.iterdir():
-        if entry.name != "etc" and not owner_alive(entry.name):
-            shutil.rmtree(entry, ignore_errors=True)
-            removed.append(str(entry))
+def leftovers() -> list[Path]:
+    """What sandboxes of dead owners left (temporary folders and cgroups), without removing
+    anything: a controller killed by SIGKILL leaves these until :func:`reap` runs."""
+    found = [entry for entry in runtime_root().iterdir()
+             if entry.name != "etc" and not owner_alive(entry.name)]
     for parent in cgroup_parents():
         with contextlib.suppress(OSError):
-            for entry in parent.iterdir():
-                if entry.is_dir() and not owner_alive(entry.name):
-                    remove_cgroup(entry)
-                    removed.append(str(entry))
+            found.extend(entry for entry in parent.iterdir()
+                         if entry.is_dir() and not owner_alive(entry.name))
+    return found
+
+
+def reap() -> list[str]:
+    """Remove leftovers of dead owners (see :func:`leftovers`); return what was removed."""
+    removed: list[str] = []
+    root = runtime_root()
+    for entry in leftovers():
+        if entry.is_relative_to(root):
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            remove_cgroup(entry)
+        removed.append(str(entry))
     return removed
 
 
