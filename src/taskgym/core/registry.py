@@ -31,8 +31,8 @@ NAMESPACE = "taskgym"
 ENTRY_POINT_GROUP = "taskgym.envs"
 SUGGEST_CUTOFF = 0.75
 """How alike (difflib ratio) an unknown id and a registered one must be for "did you mean":
-a typo ("coding-termnal-v0": 0.94) is; a shared ``-v0`` suffix ("nope-v0" and
-"finance-pdf-v0": 0.48) is not."""
+a typo ("my-envv-v0" for "my-env-v0": 0.95) is; a shared ``-v0`` suffix ("nope-v0" and
+"some-other-v0": 0.5) is not."""
 
 
 @dataclass(frozen=True)
