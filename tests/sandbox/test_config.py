@@ -23,7 +23,7 @@ def test_names_and_mappings_become_configs(monkeypatch: pytest.MonkeyPatch) -> N
     ({"type": "docker", "pool": 2}, "pool: Extra inputs are not permitted"),
     ({"type": "docker", "pool_size": -1}, "pool_size: Input should be greater than or equal to 0"),
     ({"type": "vm"}, "does not match any of the expected tags"),
-    (3, "sandbox must be a backend name, a config or a Backend"),
+    (3, "sandbox must be a backend name (local, docker), a config or a Backend, not int"),
 ])
 def test_bad_choices_say_what_is_accepted(choice: object, message: str) -> None:
     with pytest.raises(ConfigError) as info:

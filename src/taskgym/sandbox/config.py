@@ -62,10 +62,11 @@ def backend_config(
     if isinstance(choice, str):
         if choice not in _KINDS:
             raise ConfigError(f"unknown sandbox backend {choice!r}; available: "
-                              f"{', '.join(map(repr, _KINDS))} (or a LocalConfig / DockerConfig)")
+                              f"{', '.join(map(repr, _KINDS))} (or a LocalConfig, DockerConfig or Backend)")
         choice = {"type": choice}
     if not isinstance(choice, Mapping):
-        raise ConfigError(f"sandbox must be a backend name, a config or a Backend, not {choice!r}")
+        raise ConfigError(f"sandbox must be a backend name ({', '.join(_KINDS)}), a config or a "
+                          f"Backend, not {type(choice).__name__}")
     try:
         return _ADAPTER.validate_python(dict(choice))
     except ValidationError as exc:
