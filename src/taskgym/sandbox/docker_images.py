@@ -215,8 +215,43 @@ def folder_image(client: Any, folder: Path) -> str:
         raise ConfigError(f"{folder} has no Dockerfile")
     tag = f"taskgym/task:{folder_hash(folder)}"
     if not image_exists(client, tag):
+        missing = [name for name in base_images(folder / "Dockerfile")
+                   if not image_exists(client, name)]
+        if missing:
+            raise SandboxUnavailableError(
+                f"{folder / 'Dockerfile'} starts FROM {', '.join(missing)}, which this Docker "
+                "engine does not have, and taskgym builds without network: bring the image "
+                "here (`docker pull` where a registry is reachable, then `docker save` / "
+                "`docker load`), or change FROM to an image `docker images` lists")
         _build(client, folder, tag)
     return tag
+
+
+def base_images(dockerfile: Path) -> list[str]:
+    """The images a Dockerfile's FROM lines name (not its own build stages, not ``scratch``);
+    ``ARG`` defaults are substituted, as docker does for ARGs declared before FROM."""
+    args: dict[str, str] = {}
+    stages: set[str] = set()
+    found: list[str] = []
+    text = re.sub(r"\\\n", " ", dockerfile.read_text())
+    for line in text.splitlines():
+        words = line.split()
+        if not words or words[0].startswith("#"):
+            continue
+        keyword = words[0].upper()
+        if keyword == "ARG" and not found and len(words) > 1:
+            name, _, default = words[1].partition("=")
+            args[name] = default.strip("\"'")
+        elif keyword == "FROM":
+            rest = [w for w in words[1:] if not w.startswith("--")]
+            if not rest:
+                continue
+            image = re.sub(r"\$\{?(\w+)\}?", lambda m: args.get(m[1], ""), rest[0])
+            if image.lower() not in stages and image != "scratch" and image not in found:
+                found.append(image)
+            if len(rest) >= 3 and rest[1].upper() == "AS":
+                stages.add(rest[2].lower())
+    return found
 
 
 def folder_hash(folder: Path) -> str:

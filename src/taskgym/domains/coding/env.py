@@ -22,6 +22,7 @@ from taskgym.core.task import (
     source_version,
 )
 from taskgym.core.tool import Tool
+from taskgym.domains.coding.oracle import solution_actions, solution_mount
 from taskgym.domains.coding.verifier import verify_session
 from taskgym.errors import ConfigError
 from taskgym.sandbox import Backend, SandboxSpec, Session
@@ -117,13 +118,24 @@ class CodingEnv(TaskEnv):
     def verify(self, task: Task, session: Session) -> RewardResult:
         return verify_session(task, session, self.backend)
 
+    def sandbox_spec(self, task: Task) -> SandboxSpec:
+        """The base spec plus an empty writable folder where the oracle puts the reference
+        solution (``/solution`` for Harbor folders, ``/oracle`` for Terminal-Bench 1), as
+        those harnesses do; it stays empty unless the oracle plays."""
+        spec = super().sandbox_spec(task)
+        return spec.model_copy(update={"writable_dirs": (*spec.writable_dirs,
+                                                         solution_mount(task))})
+
+    def container_image(self, task: Task) -> str | None:
+        """The task's own Dockerfile folder (``environment/``, or the top of a Terminal-Bench 1
+        folder), else Harbor's ``[environment] docker_image``, else :attr:`image`."""
+        own = task.path if task.layout == "terminal-bench-1" else task.path / "environment"
+        if (own / "Dockerfile").is_file():
+            return str(own)
+        environment = task.config.get("environment", {})
+        named = environment.get("docker_image") if isinstance(environment, dict) else None
+        return named if isinstance(named, str) and named else self.image
+
     def oracle_actions(self, task: Task) -> list[dict[str, Any]]:
-        script = (task.path / "solution" / "solve.sh").read_text()
-        delimiter = "TASKGYM_SOLUTION"
-        while delimiter in script:
-            delimiter += "_"
-        command = (f"cat > /tmp/.solve.sh <<'{delimiter}'\n{script}\n{delimiter}\n"
-                   "bash /tmp/.solve.sh")
         timeout = self.limits(task).command_timeout_sec
-        return [{"tool": "bash", "args": {"command": command, "timeout": timeout}},
-                {"tool": "submit", "args": {}}]
+        return [*solution_actions(task, timeout), {"tool": "submit", "args": {}}]
