@@ -26,8 +26,8 @@ from taskgym.errors import ConfigError
 
 __all__ = ["CHUNK", "solution_actions", "solution_mount"]
 
-CHUNK = 1 << 20
-"""Base64 characters per upload command (the sandbox's command channel holds a few MB)."""
+CHUNK = 1 << 19
+"""Base64 characters per upload command (an action's arguments hold at most 1,000,000)."""
 _STAGING = "/tmp/.taskgym-solution.b64"
 _DELIMITER = "TASKGYM_SOLUTION"  # "_" is not in the base64 alphabet: never inside a chunk
 
