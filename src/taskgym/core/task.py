@@ -72,6 +72,8 @@ class Task(BaseModel):
     """The task folder."""
     layout: Literal["harbor", "terminal-bench-1"] = "harbor"
     """Which folder layout the task was read from (Harbor / Terminal-Bench 2, or 1)."""
+    steps: tuple[str, ...] = ()
+    """A multi-step Harbor task's step names, in order (``instruction`` is the first's)."""
     difficulty: str = "medium"
     category: str = ""
     tags: tuple[str, ...] = ()
@@ -125,8 +127,8 @@ class TaskSet(abc.ABC):
 class FolderTaskSet(TaskSet):
     """Task folders under one folder (or one task folder by itself), sorted by name.
 
-    Folders taskgym cannot play (multi-step Harbor tasks) are left out with a logged warning
-    and listed in :attr:`refused`; :meth:`get` on one raises the reason.
+    Folders taskgym cannot play (see :func:`~taskgym.core.task_layouts.refusal`) are left
+    out with a logged warning and listed in :attr:`refused`; :meth:`get` on one raises why.
     """
 
     def __init__(self, root: Path | str, domain: str) -> None:

@@ -7,9 +7,11 @@
 * Terminal-Bench 1 (``layout="terminal-bench-1"``): ``task.yaml`` (holding the instruction),
   ``solution.sh``, ``run-tests.sh``, ``tests/``, and ``Dockerfile`` at the top.
 
-Harbor's multi-step tasks (``[[steps]]`` in task.toml, ``steps/<name>/instruction.md``) are
-refused with a :class:`ConfigError` naming the steps: a top-level ``instruction.md`` of such
-a task is a placeholder, and grading it would score an agent that did none of the steps.
+Harbor's multi-step tasks (``[[steps]]`` in task.toml) are read step by step: the task's
+instruction is the first step's ``steps/<name>/instruction.md`` and :attr:`Task.steps` names
+the steps in order. A top-level ``instruction.md`` of such a task is a placeholder and is
+never used. Folders taskgym cannot play at all are refused with the reason
+(:func:`refusal`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from typing import Any
 
 from taskgym.errors import ConfigError
 
-__all__ = ["HARBOR", "LAYOUTS", "TERMINAL_BENCH_1", "folder_layout", "read_folder", "refusal"]
+__all__ = ["HARBOR", "LAYOUTS", "TERMINAL_BENCH_1", "folder_layout", "read_folder", "refusal",
+           "step_dir"]
 
 HARBOR = "harbor"
 TERMINAL_BENCH_1 = "terminal-bench-1"
@@ -42,21 +45,27 @@ def folder_layout(path: Path) -> str | None:
 
 
 def refusal(path: Path) -> str | None:
-    """Why taskgym cannot play the task folder ``path``, or ``None`` when it can."""
-    if folder_layout(path) != HARBOR or not (path / "task.toml").is_file():
+    """Why taskgym cannot play the task folder ``path`` at all, or ``None`` when it may."""
+    if folder_layout(path) != TERMINAL_BENCH_1:
         return None
+    import yaml  # type: ignore[import-untyped]
+
     try:
-        config = tomllib.loads((path / "task.toml").read_text())
-    except tomllib.TOMLDecodeError:
+        data = yaml.safe_load((path / "task.yaml").read_text())
+    except yaml.YAMLError:
         return None  # load_task reports the syntax error itself
-    steps = config.get("steps")
-    if steps:
-        names = [str(s.get("name", "?")) if isinstance(s, dict) else "?" for s in steps]
-        return (f"{path} is a multi-step Harbor task ([[steps]] {', '.join(names)} in "
-                "task.toml, each with steps/<name>/instruction.md); taskgym plays one "
-                "instruction per episode and refuses multi-step tasks rather than grade a "
-                "placeholder: split the steps into separate task folders")
+    if isinstance(data, dict) and data.get("run_tests_in_same_shell"):
+        return (f"{path / 'task.yaml'} sets run_tests_in_same_shell: true (its tests read the "
+                "agent's live shell), which taskgym cannot offer: it grades in a fresh sandbox "
+                "after the agent's processes are gone")
     return None
+
+
+def step_dir(path: Path, name: str) -> Path:
+    """``steps/<name>`` of a multi-step Harbor task, refusing names that leave ``steps/``."""
+    if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise ConfigError(f"{path / 'task.toml'}: step name {name!r} is not one folder name")
+    return path / "steps" / name
 
 
 def read_folder(path: Path) -> dict[str, Any]:
@@ -75,8 +84,6 @@ def read_folder(path: Path) -> dict[str, Any]:
 
 def _read_harbor(path: Path) -> dict[str, Any]:
     toml_path = path / "task.toml"
-    if not (path / "instruction.md").is_file():
-        raise ConfigError(f"{path} is not a task folder: it has task.toml but no instruction.md")
     config: dict[str, Any] = {}
     if toml_path.is_file():
         try:
@@ -111,10 +118,57 @@ def _read_harbor(path: Path) -> dict[str, Any]:
                 raise ConfigError(f"{toml_path}: [environment] disk_mb = {limits[key]} and "
                                   f"{names[0]} = {size} disagree; keep one")
             limits[key] = size
-    return {"instruction": (path / "instruction.md").read_text(), "layout": HARBOR,
+    steps = _harbor_steps(path, config)
+    if steps:
+        instruction = (step_dir(path, steps[0]) / "instruction.md").read_text()
+    elif (path / "instruction.md").is_file():
+        instruction = (path / "instruction.md").read_text()
+    else:
+        raise ConfigError(f"{path} is not a task folder: it has task.toml but no instruction.md")
+    return {"instruction": instruction, "layout": HARBOR, "steps": steps,
             "difficulty": str(meta.get("difficulty", "medium")),
             "category": str(meta.get("category", "")), "tags": _tags(meta.get("tags", ())),
             "limits": limits, "config": config}
+
+
+def _harbor_steps(path: Path, config: dict[str, Any]) -> tuple[str, ...]:
+    """The step names of ``[[steps]]``, each checked to have its instruction and a test.sh
+    (its own, or the shared tests/test.sh)."""
+    toml_path = path / "task.toml"
+    steps = config.get("steps") or []
+    if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):
+        raise ConfigError(f"{toml_path}: steps must be [[steps]] tables")
+    strategy = config.get("multi_step_reward_strategy")
+    if strategy not in (None, "mean", "final"):
+        raise ConfigError(f"{toml_path}: multi_step_reward_strategy must be \"mean\" or "
+                          f"\"final\", not {strategy!r}")
+    names: list[str] = []
+    for step in steps:
+        name = step.get("name")
+        if not isinstance(name, str):
+            raise ConfigError(f"{toml_path}: every [[steps]] table needs a name")
+        if name in names:
+            raise ConfigError(f"{toml_path}: two steps are called {name!r}")
+        folder = step_dir(path, name)
+        if not (folder / "instruction.md").is_file():
+            raise ConfigError(f"{path} declares step {name!r} but has no "
+                              f"steps/{name}/instruction.md")
+        if not (folder / "tests" / "test.sh").is_file() and not (path / "tests" / "test.sh"
+                                                                 ).is_file():
+            raise ConfigError(f"{path}: step {name!r} has no test script (steps/{name}/tests/"
+                              "test.sh or tests/test.sh)")
+        threshold = step.get("min_reward")
+        if threshold is not None and not (
+                _number(threshold) or (isinstance(threshold, dict)
+                                       and all(_number(v) for v in threshold.values()))):
+            raise ConfigError(f"{toml_path}: step {name!r}: min_reward must be a number or a "
+                              f"table of numbers, not {threshold!r}")
+        names.append(name)
+    return tuple(names)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _harbor_size(toml_path: Path, environment: dict[str, Any], mb_key: str,
@@ -141,7 +195,7 @@ def _harbor_size(toml_path: Path, environment: dict[str, Any], mb_key: str,
 
 
 def _read_terminal_bench_1(path: Path) -> dict[str, Any]:
-    import yaml  # type: ignore[import-untyped]
+    import yaml
 
     yaml_path = path / "task.yaml"
     try:
@@ -157,10 +211,6 @@ def _read_terminal_bench_1(path: Path) -> dict[str, Any]:
         instruction = described.get("base")
     if not isinstance(instruction, str) or not instruction.strip():
         raise ConfigError(f"{yaml_path} has no instruction")
-    if data.get("run_tests_in_same_shell"):
-        raise ConfigError(f"{yaml_path} sets run_tests_in_same_shell: true (its tests read the "
-                          "agent's live shell), which taskgym cannot offer: it grades in a fresh "
-                          "sandbox after the agent's processes are gone")
     if not (path / "run-tests.sh").is_file():
         raise ConfigError(f"{path} is a Terminal-Bench 1 task without run-tests.sh")
     limits: dict[str, Any] = {}

@@ -27,7 +27,7 @@ TB1 = FIXTURES / "terminal-bench-1"
 DOCKER_ONLY = {"own-dockerfile"}  # their answer is in the image the Dockerfile builds
 NO_ORACLE = {"no-solution"}
 PLAYABLE = [(HARBOR, name) for name in sorted(p.name for p in HARBOR.iterdir())
-            if name not in DOCKER_ONLY | NO_ORACLE | {"multi-step"}] + \
+            if name not in DOCKER_ONLY | NO_ORACLE] + \
            [(TB1, name) for name in sorted(p.name for p in TB1.iterdir())
             if name not in DOCKER_ONLY]
 
@@ -184,27 +184,95 @@ def test_bad_harbor_sizes_are_refused(tmp_path: Path, environment: str, message:
         load_task(tmp_path, "coding")
 
 
-def test_multi_step_tasks_are_refused_never_graded_by_their_placeholder(
+def play(env: gym.Env[Any, Any], *commands: str) -> list[tuple[str, float, bool, bool]]:
+    """Run bash ``commands`` (``"submit"`` submits); each step's text, reward and ends."""
+    seen = []
+    for command in commands:
+        action = ({"tool": "submit", "args": {}} if command == "submit"
+                  else {"tool": "bash", "args": {"command": command}})
+        obs, reward, terminated, truncated, _info = env.step(action)
+        seen.append((obs["text"], float(reward), terminated, truncated))
+    return seen
+
+
+def test_multi_step_instructions_come_in_turn_never_the_placeholder(
         harbor: gym.Env[Any, Any]) -> None:
-    task_set = harbor.unwrapped.task_set
-    assert "multi-step" not in task_set.ids()
-    assert "[[steps]] create, extend" in task_set.refused["multi-step"]
-    with pytest.raises(ConfigError, match="multi-step Harbor task"):
-        task_set.get("multi-step")
-    with pytest.raises(ConfigError, match="multi-step Harbor task"):
-        FolderTaskSet(HARBOR / "multi-step", "coding")
-    with pytest.raises(ConfigError, match="multi-step Harbor task"):
-        load_task(HARBOR / "multi-step", "coding")
+    obs, info = harbor.reset(options={"task_id": "multi-step"})
+    assert obs["text"] == (HARBOR / "multi-step/steps/create/instruction.md").read_text()
+    assert info["step_name"] == "create"
+    first, second, third = play(harbor, "echo one > list.txt", "submit", "cat suffix.txt")
+    assert "step 'create' graded: score=1.000" in second[0] and not second[2]
+    assert "# next step: extend" in second[0] and "suffix.txt" in second[0]
+    assert third[0].startswith("two\n")  # steps/extend/workdir/setup.sh ran before the step
+    (text, reward, terminated, _), = play(harbor, "submit")
+    assert terminated and reward == 0.5  # mean of the two steps: the second was not done
+    assert harbor.unwrapped.last_reward.components == {
+        "step_create": 1.0, "step_extend": 0.0, "steps_graded": 2.0}
 
 
-def test_a_multi_step_task_without_top_level_instruction_is_not_skipped_silently(
-        tmp_path: Path) -> None:
+def test_multi_step_min_reward_ends_the_episode(harbor: gym.Env[Any, Any]) -> None:
+    harbor.reset(options={"task_id": "multi-step"})
+    (text, reward, terminated, _), = play(harbor, "submit")
+    assert terminated and reward == 0.0
+    assert "below its min_reward 1.0" in text
+
+
+def test_multi_step_steps_never_reached_score_zero(tmp_path: Path) -> None:
+    folder = shutil.copytree(HARBOR / "multi-step", tmp_path / "short")
+    env = taskgym.make("coding-terminal-v0", tasks=str(folder), max_steps=2)
+    try:  # the step limit falls on the first submit: step 2 is graded as it stands
+        env.reset()
+        *_, (text, reward, terminated, truncated) = play(env, "echo one > list.txt", "submit")
+        assert truncated and reward == 0.5
+    finally:
+        env.close()
+
+
+def test_multi_step_final_strategy_and_shared_tests(tmp_path: Path) -> None:
+    folder = shutil.copytree(HARBOR / "multi-step", tmp_path / "final")
+    toml = folder / "task.toml"
+    toml.write_text(toml.read_text().replace('"mean"', '"final"').replace("min_reward = 1.0", ""))
+    shutil.rmtree(folder / "steps" / "create" / "tests")  # graded by the shared tests/test.sh
+    (folder / "tests" / "test.sh").write_text(
+        "#!/bin/bash\nmkdir -p /logs/verifier\n[ -s /app/list.txt ] && echo 1 > "
+        "/logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n")
+    env = taskgym.make("coding-terminal-v0", tasks=str(folder))
+    try:
+        check_oracle = run_episode(env, OracleAgent(env))
+        assert check_oracle.score == 1.0
+        env.reset()
+        seen = play(env, "echo one > list.txt", "submit", "echo wrong >> list.txt", "submit")
+        assert "step 'create' graded: score=1.000" in seen[1][0]
+        assert seen[-1][1] == 0.0  # final: the last step's reward alone
+    finally:
+        env.close()
+
+
+def test_a_multi_step_task_without_top_level_instruction_loads(tmp_path: Path) -> None:
     folder = shutil.copytree(HARBOR / "multi-step", tmp_path / "set" / "steps-only")
     (folder / "instruction.md").unlink()
     shutil.copytree(HARBOR / "reward-json", tmp_path / "set" / "reward-json")
     task_set = FolderTaskSet(tmp_path / "set", "coding")
-    assert task_set.ids() == ["reward-json"]
-    assert "multi-step Harbor task" in task_set.refused["steps-only"]
+    assert task_set.ids() == ["reward-json", "steps-only"]
+    assert task_set.get("steps-only").steps == ("create", "extend")
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda f: (f / "steps/extend/instruction.md").unlink(), "no steps/extend/instruction.md"),
+    (lambda f: (f / "task.toml").write_text('[[steps]]\nname = "../create"\n'),
+     "is not one folder name"),
+    (lambda f: (f / "task.toml").write_text('multi_step_reward_strategy = "max"\n[[steps]]\n'
+                                           'name = "create"\n'), "must be \"mean\" or"),
+    (lambda f: (f / "task.toml").write_text('[[steps]]\nname = "create"\nmin_reward = "all"\n'),
+     "min_reward must be a number"),
+    (lambda f: [p.unlink() for p in f.glob("**/test.sh")], "has no test script"),
+])
+def test_bad_multi_step_tasks_are_refused(tmp_path: Path, change: Callable[[Path], Any],
+                                          message: str) -> None:
+    folder = shutil.copytree(HARBOR / "multi-step", tmp_path / "bad")
+    change(folder)
+    with pytest.raises(ConfigError, match=message):
+        load_task(folder, "coding")
 
 
 def test_a_task_without_solve_sh_gives_a_clear_oracle_error(harbor: gym.Env[Any, Any]) -> None:
@@ -236,6 +304,18 @@ def test_bad_terminal_bench_1_folders_are_refused(tmp_path: Path, change: Callab
     change(folder)
     with pytest.raises(ConfigError, match=message):
         load_task(folder, "coding")
+
+
+def test_a_refused_folder_is_listed_not_skipped_silently(tmp_path: Path) -> None:
+    folder = shutil.copytree(TB1 / "csv-column-sum", tmp_path / "set" / "same-shell")
+    (folder / "task.yaml").write_text((folder / "task.yaml").read_text().replace(
+        "run_tests_in_same_shell: false", "run_tests_in_same_shell: true"))
+    shutil.copytree(TB1 / "legacy-descriptions", tmp_path / "set" / "legacy")
+    task_set = FolderTaskSet(tmp_path / "set", "coding")
+    assert task_set.ids() == ["legacy"]
+    assert "run_tests_in_same_shell" in task_set.refused["same-shell"]
+    with pytest.raises(ConfigError, match="run_tests_in_same_shell"):
+        task_set.get("same-shell")
 
 
 def test_terminal_bench_1_solution_yaml_only(tmp_path: Path) -> None:

@@ -21,12 +21,15 @@ from taskgym.core.task import (
     cache_dir,
     source_version,
 )
-from taskgym.core.tool import Tool
+from taskgym.core.task_layouts import step_dir
+from taskgym.core.tool import Tool, ToolResult
 from taskgym.domains.coding.oracle import solution_actions, solution_mount
+from taskgym.domains.coding.steps import StepRun, prepare_step
 from taskgym.domains.coding.verifier import verify_session
-from taskgym.errors import ConfigError
+from taskgym.errors import ConfigError, TaskgymError
 from taskgym.sandbox import Backend, SandboxSpec, Session
-from taskgym.tools import shell_tools, submit_tool
+from taskgym.tools import shell_tools
+from taskgym.tools.shell import SubmitArgs
 
 __all__ = ["GENERATORS", "CodingEnv", "generated_tasks", "prepare_workspace"]
 
@@ -96,6 +99,8 @@ class CodingEnv(TaskEnv):
 
     domain = "coding"
     image = f"taskgym/{ENV_ID}"
+    _step_run: StepRun | None = None
+    """Where the episode is in a multi-step task (``None`` for a task of one step)."""
     description = "Solve a programming or ops task in a sandboxed shell; hidden tests decide."
 
     def default_tasks(self) -> TaskSet:
@@ -105,18 +110,61 @@ class CodingEnv(TaskEnv):
         return generated_tasks(names or GENERATORS)
 
     def make_tools(self) -> list[Tool]:
-        def max_timeout() -> float:
-            return max(1.0, min(self.episode_limits.command_timeout_sec, self.remaining_seconds()))
+        return [*shell_tools(lambda: self.session, self._max_timeout),
+                Tool("submit", "Submit the workspace for grading by the hidden tests; ends the "
+                     "episode (or, in a task of several steps, starts the next step).",
+                     SubmitArgs, self._submit)]
 
-        return [*shell_tools(lambda: self.session, max_timeout),
-                submit_tool("Submit the workspace for grading by the hidden tests; ends the "
-                            "episode.")]
+    def _max_timeout(self) -> float:
+        return max(1.0, min(self.episode_limits.command_timeout_sec, self.remaining_seconds()))
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[dict[str, str], dict[str, Any]]:
+        """As :meth:`TaskEnv.reset`; a multi-step task starts at its first step (its files
+        copied in and its setup run; see :mod:`taskgym.domains.coding.steps`)."""
+        obs, info = super().reset(seed=seed, options=options)
+        assert self.task is not None
+        self._step_run = None
+        if self.task.steps:
+            self._step_run = StepRun(self.task)
+            problem = prepare_step(self.task, self._step_run.name, self.session,
+                                   self._max_timeout())
+            if problem is not None:
+                raise ConfigError(f"{self.task.path}: {problem}")
+            info["step_name"] = self._step_run.name
+        return obs, info
+
+    def _submit(self, _args: SubmitArgs) -> ToolResult:
+        run = self._step_run
+        if run is None or run.last:
+            return ToolResult("submitted", done=True)
+        assert self.task is not None
+        try:
+            result = verify_session(self.task, self.session, self.backend, step=run.name)
+        except (TaskgymError, OSError) as exc:
+            result = RewardResult.failed(f"grading step {run.name!r} failed: {exc}")
+        run.results.append(result)
+        graded = f"step {run.name!r} graded: {result.summary()}"
+        run.ended = run.below_threshold(result)
+        if run.ended is None:
+            run.index += 1
+            run.ended = prepare_step(self.task, run.name, self.session, self._max_timeout())
+        if run.ended is not None:
+            return ToolResult(f"{graded}\n[the task ends here: {run.ended}]", done=True)
+        instruction = (step_dir(self.task.path, run.name) / "instruction.md").read_text()
+        return ToolResult(f"{graded}\n\n# next step: {run.name}\n{instruction}",
+                          info={"step_name": run.name, "step_reward": result.score})
 
     def workspace_seed(self, task: Task) -> Path | None:
         return prepare_workspace(task, self.backend)
 
     def verify(self, task: Task, session: Session) -> RewardResult:
-        return verify_session(task, session, self.backend)
+        run = self._step_run
+        if run is None or run.task is not task:
+            return verify_session(task, session, self.backend)
+        if run.ended is None:  # the last step was submitted, or the episode ran out mid-step
+            run.results.append(verify_session(task, session, self.backend, step=run.name))
+        return run.total()
 
     def sandbox_spec(self, task: Task) -> SandboxSpec:
         """The base spec plus an empty writable folder where the oracle puts the reference
@@ -138,4 +186,8 @@ class CodingEnv(TaskEnv):
 
     def oracle_actions(self, task: Task) -> list[dict[str, Any]]:
         timeout = self.limits(task).command_timeout_sec
-        return [*solution_actions(task, timeout), {"tool": "submit", "args": {}}]
+        submit = {"tool": "submit", "args": {}}
+        if task.steps:
+            return [action for step in task.steps
+                    for action in [*solution_actions(task, timeout, step), submit]]
+        return [*solution_actions(task, timeout), submit]

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from taskgym.core.task import Task
+from taskgym.core.task_layouts import step_dir
 from taskgym.errors import ConfigError
 
 __all__ = ["CHUNK", "solution_actions", "solution_mount"]
@@ -37,8 +38,9 @@ def solution_mount(task: Task) -> str:
     return "/oracle" if task.layout == "terminal-bench-1" else "/solution"
 
 
-def solution_actions(task: Task, timeout: float) -> list[dict[str, Any]]:
-    """``bash`` actions that upload ``task``'s reference solution and run it (no submit)."""
+def solution_actions(task: Task, timeout: float, step: str | None = None) -> list[dict[str, Any]]:
+    """``bash`` actions that upload ``task``'s reference solution and run it (no submit); for
+    ``step`` of a multi-step task, steps/<step>/solution/ when it exists, as in Harbor."""
     if task.layout == "terminal-bench-1":
         script = task.path / "solution.sh"
         if not script.is_file():
@@ -51,11 +53,13 @@ def solution_actions(task: Task, timeout: float) -> list[dict[str, Any]]:
         run = "bash /oracle/solution.sh"
     else:
         folder = task.path / "solution"
+        if step is not None and (step_dir(task.path, step) / "solution").is_dir():
+            folder = step_dir(task.path, step) / "solution"
         script = folder / "solve.sh"
         if not script.is_file():
             raise ConfigError(
-                f"{task.path} has no solution/solve.sh, so the oracle cannot play it (Harbor's "
-                "oracle runs solution/solve.sh with the rest of solution/ beside it)")
+                f"{task.path} has no {script.relative_to(task.path)}, so the oracle cannot play "
+                "it (Harbor's oracle runs solve.sh with the rest of its folder beside it)")
         files = {str(p.relative_to(folder)): p for p in sorted(folder.rglob("*"))}
         run = f"{_env_prefix(task)}{_interpreter(script)} /solution/solve.sh"
     mount = solution_mount(task)
@@ -63,6 +67,7 @@ def solution_actions(task: Task, timeout: float) -> list[dict[str, Any]]:
     chunks = [encoded[i:i + CHUNK] for i in range(0, len(encoded), CHUNK)] or [""]
     commands = [f"cat {'>' if i == 0 else '>>'} {_STAGING} <<'{_DELIMITER}'\n{chunk}\n{_DELIMITER}"
                 for i, chunk in enumerate(chunks)]
+    commands[0] = f"find {mount} -mindepth 1 -delete\n" + commands[0]  # an earlier step's
     commands[-1] += (f"\nbase64 -d {_STAGING} | tar -xzf - -C {mount} && rm -f {_STAGING} "
                      f"&& (cd /app && {run})")
     return [{"tool": "bash", "args": {"command": command, "timeout": timeout}}

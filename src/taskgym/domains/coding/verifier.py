@@ -21,6 +21,7 @@ from typing import Any
 
 from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task
+from taskgym.core.task_layouts import step_dir
 from taskgym.errors import ConfigError
 from taskgym.sandbox import Backend, SandboxSpec, Session
 from taskgym.sandbox._reaper import runtime_root, session_name
@@ -30,12 +31,16 @@ __all__ = ["grade_workspace", "grader_mode", "verify_session"]
 GRADER_DIR = Path(__file__).parent / "grader"
 
 
-def verify_session(task: Task, session: Session, backend: Backend) -> RewardResult:
-    """Export the stopped session's workspace and grade it."""
+def verify_session(task: Task, session: Session, backend: Backend,
+                   step: str | None = None) -> RewardResult:
+    """Export the session's workspace and grade it (against ``step``'s tests, for a step of
+    a multi-step task). The session is stopped, except between the steps of a multi-step
+    task, whose grading takes a copy while the agent's processes still run, as Harbor's
+    does; the tests still run in their own fresh sandbox."""
     with tempfile.TemporaryDirectory(prefix=session_name() + "-", dir=runtime_root()) as tmp:
         final = Path(tmp) / "workspace"
         session.export_workspace(final)
-        return grade_workspace(task, final, backend, image=session.spec.image)
+        return grade_workspace(task, final, backend, image=session.spec.image, step=step)
 
 
 def grader_mode(task: Task) -> str:
@@ -48,6 +53,8 @@ def grader_mode(task: Task) -> str:
     """
     if task.layout == "terminal-bench-1":
         return "tb1"
+    if task.steps:
+        return "script"  # Harbor's steps are graded by their test.sh, or the shared one
     tests = task.path / "tests"
     has_script = (tests / "test.sh").is_file()
     has_pytest = any(tests.glob("test_*.py")) or any(tests.glob("*_test.py"))
@@ -71,9 +78,11 @@ def grader_mode(task: Task) -> str:
 
 
 def grade_workspace(task: Task, workspace: Path, backend: Backend,
-                    image: str | None = None) -> RewardResult:
+                    image: str | None = None, step: str | None = None) -> RewardResult:
     """Run ``task``'s hidden tests against a copy of ``workspace`` in a fresh sandbox
-    (of the container ``image`` the agent had, on a container backend)."""
+    (of the container ``image`` the agent had, on a container backend). For ``step`` of a
+    multi-step task, /tests holds tests/ with steps/<step>/tests/ copied over it, as in
+    Harbor, so the step's own test.sh, when it has one, is /tests/test.sh."""
     mode = grader_mode(task)
     with tempfile.TemporaryDirectory(prefix=session_name() + "-tests-",
                                      dir=runtime_root()) as staging:
@@ -86,6 +95,9 @@ def grade_workspace(task: Task, workspace: Path, backend: Backend,
                 tests.mkdir()
             if mode == "tb1":
                 shutil.copy2(task.path / "run-tests.sh", tests / "run-tests.sh")
+            if step is not None and (step_dir(task.path, step) / "tests").is_dir():
+                shutil.copytree(step_dir(task.path, step) / "tests", tests, symlinks=True,
+                                dirs_exist_ok=True)
         return _run_grader(task, mode, tests, workspace, backend, image)
 
 
