@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -225,6 +226,34 @@ def folder_image(client: Any, folder: Path) -> str:
                 "`docker load`), or change FROM to an image `docker images` lists")
         _build(client, folder, tag)
     return tag
+
+
+def export_image_dir(client: Any, tag: str, path: str, dest: Path) -> bool:
+    """Copy the folder ``path`` of image ``tag`` into the new host folder ``dest`` (regular
+    files, folders and links only, nothing written outside ``dest``); ``False`` when the image has
+    no such folder or it is empty."""
+    import docker.errors
+
+    container = client.containers.create(tag, command=["/bin/true"], network_mode="none")
+    try:
+        try:
+            stream, _stat = container.get_archive(path.rstrip("/") + "/.")
+        except docker.errors.NotFound:
+            return False
+        with tempfile.TemporaryFile() as buffer:
+            for chunk in stream:
+                buffer.write(chunk)
+            buffer.seek(0)
+            with tarfile.open(fileobj=buffer) as archive:
+                members = [m for m in archive.getmembers()
+                           if m.isfile() or m.isdir() or m.issym()]
+                if not any(m.name not in (".", "./") for m in members):
+                    return False
+                dest.mkdir(parents=True)
+                archive.extractall(dest, members=members, filter="tar")
+        return True
+    finally:
+        container.remove(force=True)
 
 
 def base_images(dockerfile: Path) -> list[str]:

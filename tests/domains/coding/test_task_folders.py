@@ -18,6 +18,7 @@ from taskgym.core.task import FolderTaskSet, load_task
 from taskgym.domains.coding.verifier import grader_mode
 from taskgym.errors import ConfigError
 from taskgym.evaluation import EpisodeRecord, run_episode
+from taskgym.sandbox.docker_images import base_images
 
 pytestmark = pytest.mark.sandbox
 
@@ -361,3 +362,15 @@ def test_terminal_bench_1_summary_forgeries_fail(tmp_path: Path, delay: float) -
         assert "PASSED test_outputs.py::test_negative" in env.unwrapped.last_reward.details["log"]
     finally:
         env.close()
+
+
+@pytest.mark.parametrize(("dockerfile", "images"), [
+    ("FROM python:3.13-slim-bookworm\nWORKDIR /app\n", ["python:3.13-slim-bookworm"]),
+    ("ARG BASE=ubuntu:24.04\nFROM --platform=linux/amd64 ${BASE} AS build\nRUN true\n"
+     "FROM build\nFROM scratch\nCOPY --from=build /x /x\n", ["ubuntu:24.04"]),
+    ("# FROM commented:out\nfrom \\\n  debian:12 as Base\nFROM base\n", ["debian:12"]),
+])
+def test_the_images_a_dockerfile_starts_from(tmp_path: Path, dockerfile: str,
+                                             images: list[str]) -> None:
+    (tmp_path / "Dockerfile").write_text(dockerfile)
+    assert base_images(tmp_path / "Dockerfile") == images

@@ -31,7 +31,7 @@ from taskgym.sandbox import Backend, SandboxSpec, Session
 from taskgym.tools import shell_tools
 from taskgym.tools.shell import SubmitArgs
 
-__all__ = ["GENERATORS", "CodingEnv", "generated_tasks", "prepare_workspace"]
+__all__ = ["GENERATORS", "CodingEnv", "generated_tasks", "image_workspace", "prepare_workspace"]
 
 ENV_ID = "coding-terminal-v0"
 GENERATORS = ("mutation", "spec", "wrangling")
@@ -87,6 +87,36 @@ def prepare_workspace(task: Task, backend: Backend) -> Path | None:
                     raise
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def image_workspace(backend: Backend, spec: SandboxSpec, seed: Path | None) -> Path:
+    """The ``/app`` of the docker image of ``spec`` with ``seed`` copied over it, cached by
+    image id."""
+    from taskgym.sandbox.docker import DockerBackend
+    from taskgym.sandbox.docker_images import export_image_dir
+
+    assert isinstance(backend, DockerBackend)
+    tag = backend.image(spec)
+    image_id = backend.client.images.get(tag).id.removeprefix("sha256:")[:24]
+    key = hashlib.sha256(f"{image_id}\0{seed}".encode()).hexdigest()[:24]
+    dest = cache_dir() / "image-workspaces" / key
+    if dest.is_dir():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".img-"))
+    try:
+        if not export_image_dir(backend.client, tag, spec.workdir, tmp / "ws"):
+            (tmp / "ws").mkdir()
+        if seed is not None:
+            shutil.copytree(seed, tmp / "ws", symlinks=True, dirs_exist_ok=True)
+        try:
+            os.rename(tmp / "ws", dest)
+        except OSError:
+            if not dest.is_dir():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return dest
 
 
@@ -156,7 +186,14 @@ class CodingEnv(TaskEnv):
                           info={"step_name": run.name, "step_reward": result.score})
 
     def workspace_seed(self, task: Task) -> Path | None:
-        return prepare_workspace(task, self.backend)
+        """:func:`prepare_workspace`; on the docker backend, a task image's own ``/app`` (what
+        its Dockerfile put there: taskgym's workspace is a fresh folder over it) comes first,
+        with ``environment/files`` copied over it."""
+        seed = prepare_workspace(task, self.backend)
+        image = self.container_image(task)
+        if self.backend.name != "docker" or image is None or image == self.image:
+            return seed
+        return image_workspace(self.backend, self.sandbox_spec(task), seed)
 
     def verify(self, task: Task, session: Session) -> RewardResult:
         run = self._step_run
