@@ -374,3 +374,17 @@ def test_the_images_a_dockerfile_starts_from(tmp_path: Path, dockerfile: str,
                                              images: list[str]) -> None:
     (tmp_path / "Dockerfile").write_text(dockerfile)
     assert base_images(tmp_path / "Dockerfile") == images
+
+
+def test_test_sh_runs_by_its_shebang(tmp_path: Path) -> None:
+    folder = shutil.copytree(HARBOR / "tests-moved-aside", tmp_path / "python-test")
+    (folder / "tests" / "test.sh").write_text(
+        "#!/usr/bin/python3\nimport os, subprocess\nos.makedirs('/logs/verifier', exist_ok=True)\n"
+        "got = subprocess.run(['/app/rev'], input='ab\\n', capture_output=True, text=True).stdout\n"
+        "open('/logs/verifier/reward.txt', 'w').write('1' if got == 'ba\\n' else '0')\n")
+    env = taskgym.make("coding-terminal-v0", tasks=str(folder))
+    try:
+        assert run_episode(env, OracleAgent(env)).score == 1.0
+        assert run_episode(env, NullAgent()).score == 0.0
+    finally:
+        env.close()

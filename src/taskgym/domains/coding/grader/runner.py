@@ -9,7 +9,7 @@ Mode ``pytest``: run the hidden tests in /tests, one record per test (passed onl
 setup, call and teardown all raised nothing), then a final record. Before the final
 record it checks that pytest's own reporting functions are the objects they were at
 start, so code that monkey-patched them is caught. Mode ``script`` (Harbor): copy the tests
-from /.tests to a writable /tests, run /tests/test.sh in /app and report the reward file it
+from /.tests to a writable /tests, run /tests/test.sh (by its #! line) in /app and report the reward file it
 writes (/logs/verifier/reward.json, else reward.txt). Mode ``tb1`` (Terminal-Bench 1): the
 same copy (run-tests.sh included), run /tests/run-tests.sh with TEST_DIR=/tests and report the
 pytest short summary it prints (run with -rA).
@@ -142,6 +142,15 @@ def read_rewards():
     return None, "test.sh wrote no reward file (/logs/verifier/reward.txt or reward.json)"
 
 
+def interpreter(path):
+    """The command of the script's #! line, else bash."""
+    with open(path, "rb") as fh:
+        first = fh.readline(256).decode("utf-8", "replace").strip()
+    if first.startswith("#!") and first[2:].strip():
+        return first[2:].split()
+    return ["/bin/bash"]
+
+
 def run_script(send):
     """Harbor: /tests/test.sh decides, through the reward file it writes."""
     writable_tests()
@@ -151,7 +160,11 @@ def run_script(send):
             os.unlink(os.path.join("/logs/verifier", name))
         except FileNotFoundError:
             pass
-    code = subprocess.call(["/bin/bash", "/tests/test.sh"], cwd="/app")
+    try:  # Harbor executes the script: its #! line decides
+        code = subprocess.call([*interpreter("/tests/test.sh"), "/tests/test.sh"], cwd="/app")
+    except OSError as exc:
+        print(f"cannot run /tests/test.sh: {exc}", file=sys.stderr)
+        code = 127
     rewards, problem = read_rewards()
     send(final=True, exit=code, rewards=rewards, problem=problem, tampered=[])
 
