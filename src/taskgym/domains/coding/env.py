@@ -92,14 +92,15 @@ def prepare_workspace(task: Task, backend: Backend) -> Path | None:
 
 def image_workspace(backend: Backend, spec: SandboxSpec, seed: Path | None) -> Path:
     """The ``/app`` of the docker image of ``spec`` with ``seed`` copied over it, cached by
-    image id."""
+    image id and the content of ``seed``."""
     from taskgym.sandbox.docker import DockerBackend
-    from taskgym.sandbox.docker_images import export_image_dir
+    from taskgym.sandbox.docker_images import export_image_dir, folder_hash
 
     assert isinstance(backend, DockerBackend)
     tag = backend.image(spec)
     image_id = backend.client.images.get(tag).id.removeprefix("sha256:")[:24]
-    key = hashlib.sha256(f"{image_id}\0{seed}".encode()).hexdigest()[:24]
+    seed_hash = folder_hash(seed) if seed is not None else "-"
+    key = hashlib.sha256(f"{image_id}\0{seed_hash}".encode()).hexdigest()[:24]
     dest = cache_dir() / "image-workspaces" / key
     if dest.is_dir():
         return dest
@@ -129,9 +130,9 @@ class CodingEnv(TaskEnv):
 
     domain = "coding"
     image = f"taskgym/{ENV_ID}"
+    description = "Solve a programming or ops task in a sandboxed shell; hidden tests decide."
     _step_run: StepRun | None = None
     """Where the episode is in a multi-step task (``None`` for a task of one step)."""
-    description = "Solve a programming or ops task in a sandboxed shell; hidden tests decide."
 
     def default_tasks(self) -> TaskSet:
         return FolderTaskSet(envs_dir() / ENV_ID / "tasks", self.domain)
@@ -178,7 +179,10 @@ class CodingEnv(TaskEnv):
         run.ended = run.below_threshold(result)
         if run.ended is None:
             run.index += 1
-            run.ended = prepare_step(self.task, run.name, self.session, self._max_timeout())
+            try:
+                run.ended = prepare_step(self.task, run.name, self.session, self._max_timeout())
+            except (TaskgymError, OSError) as exc:
+                run.ended = f"step {run.name!r} could not be prepared: {exc}"
         if run.ended is not None:
             return ToolResult(f"{graded}\n[the task ends here: {run.ended}]", done=True)
         instruction = (step_dir(self.task.path, run.name) / "instruction.md").read_text()
