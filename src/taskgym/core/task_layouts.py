@@ -24,12 +24,11 @@ from typing import Any
 
 from taskgym.errors import ConfigError
 
-__all__ = ["HARBOR", "LAYOUTS", "TERMINAL_BENCH_1", "folder_layout", "read_folder", "refusal",
+__all__ = ["HARBOR", "TERMINAL_BENCH_1", "folder_layout", "read_folder", "refusal",
            "step_dir"]
 
 HARBOR = "harbor"
 TERMINAL_BENCH_1 = "terminal-bench-1"
-LAYOUTS = (HARBOR, TERMINAL_BENCH_1)
 
 _SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
 _SIZE_FACTOR = {"K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0 * 1024, "": 1.0}
@@ -46,7 +45,15 @@ def folder_layout(path: Path) -> str | None:
 
 def refusal(path: Path) -> str | None:
     """Why taskgym cannot play the task folder ``path`` at all, or ``None`` when it may."""
-    if folder_layout(path) != TERMINAL_BENCH_1:
+    layout = folder_layout(path)
+    if layout == HARBOR and not (path / "instruction.md").is_file():
+        try:
+            steps = tomllib.loads((path / "task.toml").read_text()).get("steps")
+        except tomllib.TOMLDecodeError:
+            return None  # load_task reports the syntax error itself
+        if not steps:
+            return f"{path} has task.toml but neither instruction.md nor [[steps]]"
+    if layout != TERMINAL_BENCH_1:
         return None
     import yaml  # type: ignore[import-untyped]
 

@@ -312,9 +312,12 @@ def test_a_refused_folder_is_listed_not_skipped_silently(tmp_path: Path) -> None
     (folder / "task.yaml").write_text((folder / "task.yaml").read_text().replace(
         "run_tests_in_same_shell: false", "run_tests_in_same_shell: true"))
     shutil.copytree(TB1 / "legacy-descriptions", tmp_path / "set" / "legacy")
+    (tmp_path / "set" / "stray").mkdir()
+    (tmp_path / "set" / "stray" / "task.toml").write_text("version = \"1.0\"\n")
     task_set = FolderTaskSet(tmp_path / "set", "coding")
     assert task_set.ids() == ["legacy"]
     assert "run_tests_in_same_shell" in task_set.refused["same-shell"]
+    assert "neither instruction.md nor [[steps]]" in task_set.refused["stray"]
     with pytest.raises(ConfigError, match="run_tests_in_same_shell"):
         task_set.get("same-shell")
 
