@@ -108,7 +108,7 @@ def test_oracle_agent_on_the_coding_env(coding_env):
         agent = OracleAgent(coding_env)
         first = agent.act({"text": ""}, {"step": 0})
         assert first == base.oracle_actions(base.task)[0]
-        assert first["tool"] == "bash" and "bash /tmp/.solve.sh" in first["args"]["command"]
+        assert first["tool"] == "bash" and "/solution/solve.sh" in first["args"]["command"]
         assert agent.act({"text": ""}, {"step": 1}) == SUBMIT
     finally:
         base.task = None

@@ -1,7 +1,9 @@
 """Tasks and task sets.
 
 A :class:`Task` is one problem instance, read from a task folder (Harbor / Terminal-Bench 2
-layout: ``instruction.md``, ``task.toml``, ``environment/``, ``solution/``, ``tests/``).
+layout: ``instruction.md``, ``task.toml``, ``environment/``, ``solution/``, ``tests/``; or
+Terminal-Bench 1: ``task.yaml``, ``solution.sh``, ``run-tests.sh``, ``tests/``; see
+:mod:`taskgym.core.task_layouts`).
 A :class:`TaskSet` is an indexable collection: a folder of task folders
 (:class:`FolderTaskSet`) or seeded generators (:class:`GeneratedTaskSet`), whose tasks
 are written to a cache folder in the same layout, so every task is a folder.
@@ -12,16 +14,17 @@ from __future__ import annotations
 import abc
 import difflib
 import hashlib
+import logging
 import os
 import shutil
 import tempfile
-import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from taskgym.core.task_layouts import folder_layout, read_folder, refusal
 from taskgym.errors import ConfigError, TaskNotFoundError
 
 __all__ = [
@@ -34,6 +37,8 @@ __all__ = [
     "cache_dir",
     "load_task",
 ]
+
+_log = logging.getLogger(__name__)
 
 
 class Limits(BaseModel):
@@ -65,65 +70,28 @@ class Task(BaseModel):
     instruction: str
     path: Path
     """The task folder."""
+    layout: Literal["harbor", "terminal-bench-1"] = "harbor"
+    """Which folder layout the task was read from (Harbor / Terminal-Bench 2, or 1)."""
+    steps: tuple[str, ...] = ()
+    """A multi-step Harbor task's step names, in order (``instruction`` is the first's)."""
     difficulty: str = "medium"
     category: str = ""
     tags: tuple[str, ...] = ()
     limits: Limits = Limits()
     config: Mapping[str, Any] = Field(default_factory=dict)
-    """The whole parsed task.toml, for the domain's own keys."""
+    """The whole parsed task.toml (task.yaml for Terminal-Bench 1), for the domain's own keys."""
 
 
 def load_task(path: Path | str, domain: str, task_id: str | None = None) -> Task:
-    """Read a task folder; raises :class:`ConfigError` naming what is wrong."""
+    """Read a task folder (either layout of :mod:`taskgym.core.task_layouts`); raises
+    :class:`ConfigError` naming what is wrong."""
     path = Path(path).resolve()
-    instruction = path / "instruction.md"
-    if not instruction.is_file():
-        raise ConfigError(f"{path} is not a task folder: it has no instruction.md")
-    config: dict[str, Any] = {}
-    toml_path = path / "task.toml"
-    if toml_path.is_file():
-        try:
-            config = tomllib.loads(toml_path.read_text())
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{toml_path}: {exc}") from exc
-    sections = {}
-    for name in ("metadata", "agent", "verifier", "environment"):
-        section = config.get(name, {})
-        if not isinstance(section, dict):
-            raise ConfigError(f"{toml_path}: [{name}] must be a table, not {section!r}")
-        sections[name] = section
-    meta, agent = sections["metadata"], sections["agent"]
-    verifier, environment = sections["verifier"], sections["environment"]
-    tags = meta.get("tags", ())
-    if isinstance(tags, str):
-        tags = (tags,)
-    limits: dict[str, Any] = {}
-    for key, section, name in (
-        ("max_steps", agent, "max_steps"),
-        ("timeout_sec", agent, "timeout_sec"),
-        ("command_timeout_sec", agent, "command_timeout_sec"),
-        ("verifier_timeout_sec", verifier, "timeout_sec"),
-        ("memory_mb", environment, "memory_mb"),
-        ("pids", environment, "pids"),
-        ("disk_mb", environment, "disk_mb"),
-        ("cpus", environment, "cpus"),
-    ):
-        if name in section:
-            limits[key] = section[name]
+    fields = read_folder(path)
     try:
-        return Task(
-            id=task_id or path.name,
-            domain=domain,
-            instruction=instruction.read_text(),
-            path=path,
-            difficulty=str(meta.get("difficulty", "medium")),
-            category=str(meta.get("category", "")),
-            tags=tuple(str(t) for t in tags),
-            limits=Limits(**limits),
-            config=config,
-        )
+        return Task(id=task_id or path.name, domain=domain, path=path,
+                    **{**fields, "limits": Limits(**fields["limits"])})
     except ValueError as exc:
-        raise ConfigError(f"{toml_path}: {exc}") from exc
+        raise ConfigError(f"{path}: {exc}") from exc
 
 
 def cache_dir() -> Path:
@@ -161,21 +129,39 @@ class TaskSet(abc.ABC):
 
 
 class FolderTaskSet(TaskSet):
-    """Task folders under one folder (or one task folder by itself), sorted by name."""
+    """Task folders under one folder (or one task folder by itself), sorted by name.
+
+    Folders taskgym cannot play (see :func:`~taskgym.core.task_layouts.refusal`) are left
+    out with a logged warning and listed in :attr:`refused`; :meth:`get` on one raises why.
+    """
 
     def __init__(self, root: Path | str, domain: str) -> None:
         self.root = Path(root).expanduser().resolve()
         self.domain = domain
         if not self.root.is_dir():
             raise ConfigError(f"task folder {self.root} does not exist")
-        if (self.root / "instruction.md").is_file():
-            folders = [self.root]
+        if folder_layout(self.root) is not None:
+            candidates = [self.root]
         else:
-            folders = sorted(p for p in self.root.iterdir() if (p / "instruction.md").is_file())
+            candidates = sorted(p for p in self.root.iterdir()
+                                if p.is_dir() and folder_layout(p) is not None)
+        self.refused: dict[str, str] = {}
+        """Task folders left out, name -> why."""
+        folders = []
+        for folder in candidates:
+            reason = refusal(folder)
+            if reason is None:
+                folders.append(folder)
+            else:
+                self.refused[folder.name] = reason
+                _log.warning("skipping task %s: %s", folder.name, reason)
         if not folders:
+            if self.refused:
+                raise ConfigError("; ".join(self.refused.values()))
             raise ConfigError(
-                f"{self.root} holds no task folders (a task folder has instruction.md, task.toml, "
-                "environment/, solution/ and tests/)")
+                f"{self.root} holds no task folders (a Harbor task folder has instruction.md, "
+                "task.toml, environment/, solution/ and tests/; a Terminal-Bench 1 one has "
+                "task.yaml, solution.sh, run-tests.sh and tests/)")
         self._folders = {p.name: p for p in folders}
         self._ids = list(self._folders)
         self._cache: dict[str, Task] = {}
@@ -187,6 +173,8 @@ class FolderTaskSet(TaskSet):
     def get(self, task_id: str) -> Task:
         task = self._cache.get(task_id)
         if task is None:
+            if task_id in self.refused:
+                raise ConfigError(self.refused[task_id])
             if task_id not in self._folders:
                 near = difflib.get_close_matches(task_id, self._ids, n=1)
                 hint = f"; did you mean {near[0]!r}?" if near else ""

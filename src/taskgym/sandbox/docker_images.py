@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -215,8 +216,71 @@ def folder_image(client: Any, folder: Path) -> str:
         raise ConfigError(f"{folder} has no Dockerfile")
     tag = f"taskgym/task:{folder_hash(folder)}"
     if not image_exists(client, tag):
+        missing = [name for name in base_images(folder / "Dockerfile")
+                   if not image_exists(client, name)]
+        if missing:
+            raise SandboxUnavailableError(
+                f"{folder / 'Dockerfile'} starts FROM {', '.join(missing)}, which this Docker "
+                "engine does not have, and taskgym builds without network: bring the image "
+                "here (`docker pull` where a registry is reachable, then `docker save` / "
+                "`docker load`), or change FROM to an image `docker images` lists")
         _build(client, folder, tag)
     return tag
+
+
+def export_image_dir(client: Any, tag: str, path: str, dest: Path) -> bool:
+    """Copy the folder ``path`` of image ``tag`` into the new host folder ``dest`` (regular
+    files, folders and links only, nothing written outside ``dest``); ``False`` when the image has
+    no such folder or it is empty."""
+    import docker.errors
+
+    container = client.containers.create(tag, command=["/bin/true"], network_mode="none")
+    try:
+        try:
+            stream, _stat = container.get_archive(path.rstrip("/") + "/.")
+        except docker.errors.NotFound:
+            return False
+        with tempfile.TemporaryFile() as buffer:
+            for chunk in stream:
+                buffer.write(chunk)
+            buffer.seek(0)
+            with tarfile.open(fileobj=buffer) as archive:
+                members = [m for m in archive.getmembers()
+                           if m.isfile() or m.isdir() or m.issym()]
+                if not any(m.name not in (".", "./") for m in members):
+                    return False
+                dest.mkdir(parents=True)
+                archive.extractall(dest, members=members, filter="tar")
+        return True
+    finally:
+        container.remove(force=True)
+
+
+def base_images(dockerfile: Path) -> list[str]:
+    """The images a Dockerfile's FROM lines name (not its own build stages, not ``scratch``);
+    ``ARG`` defaults are substituted, as docker does for ARGs declared before FROM."""
+    args: dict[str, str] = {}
+    stages: set[str] = set()
+    found: list[str] = []
+    text = re.sub(r"\\\n", " ", dockerfile.read_text())
+    for line in text.splitlines():
+        words = line.split()
+        if not words or words[0].startswith("#"):
+            continue
+        keyword = words[0].upper()
+        if keyword == "ARG" and not found and len(words) > 1:
+            name, _, default = words[1].partition("=")
+            args[name] = default.strip("\"'")
+        elif keyword == "FROM":
+            rest = [w for w in words[1:] if not w.startswith("--")]
+            if not rest:
+                continue
+            image = re.sub(r"\$\{?(\w+)\}?", lambda m: args.get(m[1], ""), rest[0])
+            if image.lower() not in stages and image != "scratch" and image not in found:
+                found.append(image)
+            if len(rest) >= 3 and rest[1].upper() == "AS":
+                stages.add(rest[2].lower())
+    return found
 
 
 def folder_hash(folder: Path) -> str:

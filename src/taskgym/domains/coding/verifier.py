@@ -2,8 +2,10 @@
 
 The agent's sandbox is stopped (every process killed) before this runs. Its workspace is
 copied out and into a fresh sandbox built from the same read-only system; only then do the
-hidden tests enter, read-only at /tests. The runner (``grader/runner.py``) reports over a
-pipe tagged with a per-run nonce, which the agent never had a way to see.
+hidden tests enter at /tests: read-only for taskgym's per-test pytest run, a writable copy
+for Harbor's test.sh and Terminal-Bench 1's run-tests.sh (which may move files there). The
+runner (``grader/runner.py``) reports over a pipe tagged with a per-run nonce, which the
+agent never had a way to see.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import tempfile
 import threading
 from pathlib import Path
@@ -18,34 +21,88 @@ from typing import Any
 
 from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task
+from taskgym.core.task_layouts import step_dir
 from taskgym.errors import ConfigError
 from taskgym.sandbox import Backend, SandboxSpec, Session
 from taskgym.sandbox._reaper import runtime_root, session_name
 
-__all__ = ["grade_workspace", "verify_session"]
+__all__ = ["grade_workspace", "grader_mode", "verify_session"]
 
 GRADER_DIR = Path(__file__).parent / "grader"
 
 
-def verify_session(task: Task, session: Session, backend: Backend) -> RewardResult:
-    """Export the stopped session's workspace and grade it."""
+def verify_session(task: Task, session: Session, backend: Backend,
+                   step: str | None = None) -> RewardResult:
+    """Export the session's workspace and grade it (against ``step``'s tests, for a step of
+    a multi-step task). The session is stopped, except between the steps of a multi-step
+    task, whose grading takes a copy while the agent's processes still run, as Harbor's
+    does; the tests still run in their own fresh sandbox."""
     with tempfile.TemporaryDirectory(prefix=session_name() + "-", dir=runtime_root()) as tmp:
         final = Path(tmp) / "workspace"
         session.export_workspace(final)
-        return grade_workspace(task, final, backend, image=session.spec.image)
+        return grade_workspace(task, final, backend, image=session.spec.image, step=step)
+
+
+def grader_mode(task: Task) -> str:
+    """How ``task`` is graded: ``"tb1"`` (Terminal-Bench 1's run-tests.sh and its pytest
+    summary), ``"script"`` (Harbor's tests/test.sh and the reward file it writes) or
+    ``"pytest"`` (taskgym's per-test run of tests/test_*.py).
+
+    A Harbor folder with tests/test.sh is graded by it, as Harbor does; ``[verifier] grader =
+    "pytest"`` in task.toml chooses the per-test run instead (``"test.sh"`` forces the script).
+    """
+    if task.layout == "terminal-bench-1":
+        return "tb1"
+    if task.steps:
+        return "script"  # Harbor's steps are graded by their test.sh, or the shared one
+    tests = task.path / "tests"
+    has_script = (tests / "test.sh").is_file()
+    has_pytest = any(tests.glob("test_*.py")) or any(tests.glob("*_test.py"))
+    verifier = task.config.get("verifier", {})
+    choice = verifier.get("grader") if isinstance(verifier, dict) else None
+    if choice is None:
+        choice = "test.sh" if has_script else "pytest"
+    if choice == "test.sh":
+        if not has_script:
+            raise ConfigError(f"{tests} has no test.sh, which [verifier] grader = \"test.sh\" "
+                              "asks for")
+        return "script"
+    if choice == "pytest":
+        if not has_pytest:
+            raise ConfigError(f"{tests} has no test_*.py files"
+                              + (" (use its test.sh: drop [verifier] grader)" if has_script
+                                 else " and no test.sh"))
+        return "pytest"
+    raise ConfigError(f"{task.path / 'task.toml'}: [verifier] grader must be \"test.sh\" or "
+                      f"\"pytest\", not {choice!r}")
 
 
 def grade_workspace(task: Task, workspace: Path, backend: Backend,
-                    image: str | None = None) -> RewardResult:
+                    image: str | None = None, step: str | None = None) -> RewardResult:
     """Run ``task``'s hidden tests against a copy of ``workspace`` in a fresh sandbox
-    (of the container ``image`` the agent had, on a container backend)."""
-    tests = task.path / "tests"
-    if any(tests.glob("test_*.py")) or any(tests.glob("*_test.py")):
-        mode = "pytest"
-    elif (tests / "test.sh").is_file():
-        mode = "script"
-    else:
-        raise ConfigError(f"{tests} has neither test_*.py files nor test.sh")
+    (of the container ``image`` the agent had, on a container backend). For ``step`` of a
+    multi-step task, /tests holds tests/ with steps/<step>/tests/ copied over it, as in
+    Harbor, so the step's own test.sh, when it has one, is /tests/test.sh."""
+    mode = grader_mode(task)
+    with tempfile.TemporaryDirectory(prefix=session_name() + "-tests-",
+                                     dir=runtime_root()) as staging:
+        tests = task.path / "tests"
+        if mode != "pytest":  # the runner copies these into a writable /tests
+            tests = Path(staging) / "tests"
+            if (task.path / "tests").is_dir():
+                shutil.copytree(task.path / "tests", tests, symlinks=True)
+            else:
+                tests.mkdir()
+            if mode == "tb1":
+                shutil.copy2(task.path / "run-tests.sh", tests / "run-tests.sh")
+            if step is not None and (step_dir(task.path, step) / "tests").is_dir():
+                shutil.copytree(step_dir(task.path, step) / "tests", tests, symlinks=True,
+                                dirs_exist_ok=True)
+        return _run_grader(task, mode, tests, workspace, backend, image)
+
+
+def _run_grader(task: Task, mode: str, tests: Path, workspace: Path, backend: Backend,
+                image: str | None) -> RewardResult:
     limits = task.limits
     nonce = secrets.token_hex(16)
     nonce_r, nonce_w = os.pipe()
@@ -55,12 +112,17 @@ def grade_workspace(task: Task, workspace: Path, backend: Backend,
     records: list[dict[str, Any]] = []
     reader = threading.Thread(target=_read_records, args=(report_r, nonce, records), daemon=True)
     reader.start()
+    writable: tuple[str, ...] = ()
+    if mode == "pytest":
+        binds, tmp_mb = {str(tests): "/tests"}, 256
+    else:
+        size_mb = sum(p.stat().st_size for p in tests.rglob("*") if p.is_file()) >> 20
+        binds, writable, tmp_mb = {str(tests): "/.tests"}, ("/tests", "/logs"), 256 + 2 * size_mb
     spec = SandboxSpec(
-        memory_mb=limits.memory_mb, pids=limits.pids, disk_mb=limits.disk_mb,
+        memory_mb=limits.memory_mb, pids=limits.pids, disk_mb=limits.disk_mb, tmp_mb=tmp_mb,
         env={"TASKGYM_NONCE_FD": str(nonce_r), "TASKGYM_REPORT_FD": str(report_w),
              "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"},
-        ro_binds={str(tests): "/tests", str(GRADER_DIR): "/.grader"},
-        writable_dirs=("/logs",) if mode == "script" else (), image=image,
+        ro_binds={**binds, str(GRADER_DIR): "/.grader"}, writable_dirs=writable, image=image,
     )
     try:
         result, usage = backend.run(
@@ -72,7 +134,7 @@ def grade_workspace(task: Task, workspace: Path, backend: Backend,
         reader.join(timeout=10)
     log = (result.stdout + result.stderr)[-4000:]
     common = {"log": log, "verifier_seconds": round(result.duration_sec, 3),
-              "verifier_cpu_seconds": round(usage.cpu_sec, 3)}
+              "verifier_cpu_seconds": round(usage.cpu_sec, 3), "grader": mode}
     final = next((r for r in records if r.get("final")), None)
     if result.timed_out:
         return RewardResult.failed(f"the tests ran past {limits.verifier_timeout_sec:g}s", **common)
@@ -82,13 +144,48 @@ def grade_workspace(task: Task, workspace: Path, backend: Backend,
     if final.get("tampered"):
         return RewardResult.failed(f"the test harness was modified: {final['tampered']}", **common)
     if mode == "script":
-        reward = final.get("reward")
-        if not isinstance(reward, (int, float)):
-            return RewardResult.failed("test.sh wrote no reward file", **common)
-        score = min(1.0, max(0.0, float(reward)))
-        return RewardResult(score=score, success=score >= 1.0, components={"reward": score},
-                            details=common)
+        return _score_rewards(final, common)
+    if mode == "tb1":
+        return _score_summary(final, common)
     return _score_pytest(task, records, final, common)
+
+
+def _score_rewards(final: dict[str, Any], common: dict[str, Any]) -> RewardResult:
+    """Harbor's reward file: the ``reward`` key (or the only key) is the score."""
+    rewards = final.get("rewards")
+    if not isinstance(rewards, dict):
+        return RewardResult.failed(str(final.get("problem") or "no reward file"), **common)
+    values = {str(k): float(v) for k, v in rewards.items()}
+    if "reward" in values:
+        raw = values["reward"]
+    elif len(values) == 1:
+        raw = next(iter(values.values()))
+    else:
+        return RewardResult.failed(f"reward.json has several rewards ({', '.join(values)}) "
+                                   "but no \"reward\" key to score by", **common)
+    score = min(1.0, max(0.0, raw))
+    components = {**values, "reward": score}
+    return RewardResult(score=score, success=score >= 1.0, components=components,
+                        details={**common, "exit_status": final.get("exit")})
+
+
+def _score_summary(final: dict[str, Any], common: dict[str, Any]) -> RewardResult:
+    """Terminal-Bench 1: resolved when every test in the pytest summary passed (and there
+    is at least one: Terminal-Bench 1 counts an empty summary as resolved, taskgym does not)."""
+    outcomes = final.get("outcomes")
+    if not isinstance(outcomes, dict):
+        return RewardResult.failed("run-tests.sh printed no pytest short test summary (it must "
+                                   "run pytest with -rA)", **common)
+    if not outcomes:
+        return RewardResult.failed("the pytest short test summary lists no tests", **common)
+    passed = sum(1 for ok in outcomes.values() if ok is True)
+    failing = sorted(name for name, ok in outcomes.items() if ok is not True)
+    success = not failing
+    components = {"pass_fraction": passed / len(outcomes), "tests_passed": float(passed),
+                  "tests_expected": float(len(outcomes))}
+    return RewardResult(score=1.0 if success else 0.0, success=success, components=components,
+                        details={**common, "failing": failing[:20],
+                                 "exit_status": final.get("exit")})
 
 
 def _score_pytest(task: Task, records: list[dict[str, Any]], final: dict[str, Any],

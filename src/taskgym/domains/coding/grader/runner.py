@@ -8,13 +8,19 @@ is one line, ``<nonce> <json>``; the host ignores lines without the nonce.
 Mode ``pytest``: run the hidden tests in /tests, one record per test (passed only when
 setup, call and teardown all raised nothing), then a final record. Before the final
 record it checks that pytest's own reporting functions are the objects they were at
-start, so code that monkey-patched them is caught. Mode ``script``: run /tests/test.sh
-(Harbor layout) and report the reward file it writes.
+start, so code that monkey-patched them is caught. Mode ``script`` (Harbor): copy the tests
+from /.tests to a writable /tests, run /tests/test.sh (by its #! line) in /app and report the reward file it
+writes (/logs/verifier/reward.json, else reward.txt). Mode ``tb1`` (Terminal-Bench 1): the
+same copy (run-tests.sh included), run /tests/run-tests.sh with TEST_DIR=/tests and report the
+pytest short summary it prints (run with -rA).
 """
 
 import inspect
 import json
+import math
 import os
+import re
+import shutil
 import subprocess
 import sys
 
@@ -94,32 +100,124 @@ def run_pytest(send):
     send(final=True, exit=int(code), tampered=tampered)
 
 
+def writable_tests():
+    """Copy the hidden tests from /.tests to the writable /tests (Harbor and Terminal-Bench
+    copy them into the container, so a test script may move or write files there)."""
+    shutil.copytree("/.tests", "/tests", symlinks=True, dirs_exist_ok=True)
+
+
+def finite_number(value):
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+def read_rewards():
+    """Harbor's reward files: reward.json (a flat object of numbers) first, else reward.txt
+    (one number). Returns (rewards, None) or (None, what is wrong)."""
+    json_path, text_path = "/logs/verifier/reward.json", "/logs/verifier/reward.txt"
+    if os.path.isfile(json_path):
+        try:
+            with open(json_path) as fh:
+                rewards = json.load(fh)
+        except (OSError, ValueError) as exc:
+            return None, f"reward.json is not JSON ({exc})"
+        if finite_number(rewards):
+            return {"reward": rewards}, None
+        if not isinstance(rewards, dict) or not rewards:
+            return None, "reward.json must be an object of numbers"
+        bad = sorted(str(k) for k, v in rewards.items() if not finite_number(v))
+        if bad:
+            return None, f"reward.json has values that are not finite numbers: {', '.join(bad)}"
+        return rewards, None
+    if os.path.isfile(text_path):
+        try:
+            with open(text_path) as fh:
+                text = fh.read().strip()
+            value = float(text)
+        except (OSError, ValueError):
+            return None, "reward.txt does not hold a number"
+        if not math.isfinite(value):
+            return None, f"reward.txt holds {text!r}, not a finite number"
+        return {"reward": value}, None
+    return None, "test.sh wrote no reward file (/logs/verifier/reward.txt or reward.json)"
+
+
+def interpreter(path):
+    """The command of the script's #! line, else bash."""
+    with open(path, "rb") as fh:
+        first = fh.readline(256).decode("utf-8", "replace").strip()
+    if first.startswith("#!") and first[2:].strip():
+        return first[2:].split()
+    return ["/bin/bash"]
+
+
 def run_script(send):
+    """Harbor: /tests/test.sh decides, through the reward file it writes."""
+    writable_tests()
     os.makedirs("/logs/verifier", exist_ok=True)
     for name in ("reward.txt", "reward.json"):
         try:
             os.unlink(os.path.join("/logs/verifier", name))
         except FileNotFoundError:
             pass
-    code = subprocess.call(["/bin/bash", "/tests/test.sh"], cwd="/app")
-    reward = None
-    try:
-        with open("/logs/verifier/reward.txt") as fh:
-            reward = float(fh.read().strip())
-    except (OSError, ValueError):
-        try:
-            with open("/logs/verifier/reward.json") as fh:
-                reward = float(json.load(fh)["reward"])
-        except (OSError, ValueError, KeyError, TypeError):
-            reward = None
-    send(final=True, exit=code, reward=reward, tampered=[])
+    try:  # Harbor executes the script: its #! line decides
+        code = subprocess.call([*interpreter("/tests/test.sh"), "/tests/test.sh"], cwd="/app")
+    except OSError as exc:
+        print(f"cannot run /tests/test.sh: {exc}", file=sys.stderr)
+        code = 127
+    rewards, problem = read_rewards()
+    send(final=True, exit=code, rewards=rewards, problem=problem, tampered=[])
+
+
+SUMMARY = re.compile(r"=+\s*short test summary info\s*=+", re.IGNORECASE)
+PASSING = {"PASSED", "XFAIL", "SKIPPED"}
+FAILING = {"FAILED", "XPASS", "ERROR"}
+
+
+def parse_pytest_summary(output):
+    """Terminal-Bench 1's pytest parser: every ``STATUS test`` line after the first
+    ``short test summary info`` header. A test seen failing anywhere stays failed."""
+    parts = SUMMARY.split(output, maxsplit=1)
+    if len(parts) < 2:
+        return None
+    outcomes = {}
+    for line in parts[1].splitlines():
+        fields = line.split(maxsplit=1)
+        if len(fields) < 2:
+            continue
+        status = fields[0].strip().strip(":")
+        if status not in PASSING | FAILING:
+            continue
+        name = fields[1]
+        if status == "FAILED" and " - " in name:
+            name = " - ".join(name.split(" - ")[:-1])
+        name = name.strip().split("::", 1)[-1]
+        if name:
+            outcomes[name] = outcomes.get(name, True) and status in PASSING
+    return outcomes
+
+
+def run_tb1(send):
+    """Terminal-Bench 1: run-tests.sh runs pytest with -rA; its summary decides."""
+    writable_tests()
+    env = dict(os.environ, TEST_DIR="/tests")
+    proc = subprocess.run(["/bin/bash", "/tests/run-tests.sh"], cwd="/app", env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    output = proc.stdout.decode("utf-8", "replace")
+    sys.stdout.write(output[-6000:])
+    sys.stdout.flush()
+    outcomes = parse_pytest_summary(output)
+    send(final=True, exit=proc.returncode, outcomes=outcomes, tampered=[])
 
 
 def main():
     make_undumpable()
     send = open_channel()
-    if sys.argv[1:] == ["script"]:
+    mode = sys.argv[1:]
+    if mode == ["script"]:
         run_script(send)
+    elif mode == ["tb1"]:
+        run_tb1(send)
     else:
         run_pytest(send)
 
