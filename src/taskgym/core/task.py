@@ -91,7 +91,8 @@ def load_task(path: Path | str, domain: str, task_id: str | None = None) -> Task
         return Task(id=task_id or path.name, domain=domain, path=path,
                     **{**fields, "limits": Limits(**fields["limits"])})
     except ValueError as exc:
-        raise ConfigError(f"{path}: {exc}") from exc
+        source = path / ("task.yaml" if fields.get("layout") == "terminal-bench-1" else "task.toml")
+        raise ConfigError(f"{source}: {exc}") from exc
 
 
 def cache_dir() -> Path:
