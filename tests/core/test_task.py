@@ -130,7 +130,8 @@ def test_missing_instruction_is_a_config_error(tmp_path):
     folder = tmp_path / "empty-task"
     folder.mkdir()
     (folder / "task.toml").write_text("")
-    with pytest.raises(ConfigError, match=r"has task.toml but neither instruction.md nor \[\[steps\]\]") as info:
+    with pytest.raises(ConfigError,
+                       match=r"has task.toml but neither instruction.md nor \[\[steps\]\]") as info:
         load_task(folder, "d")
     assert str(folder) in str(info.value)
 
