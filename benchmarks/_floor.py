@@ -102,9 +102,10 @@ class FloorShell:
         if self._info is None:
             buf = b""
             deadline = time.monotonic() + 10
+            poll = select.poll()
+            poll.register(self._info_r, select.POLLIN)
             while time.monotonic() < deadline:
-                ready, _, _ = select.select([self._info_r], [], [], 0.5)
-                if ready:
+                if poll.poll(500):
                     chunk = os.read(self._info_r, 4096)
                     if not chunk:
                         break

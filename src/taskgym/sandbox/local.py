@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import functools
 import json
 import os
@@ -200,24 +201,37 @@ class LocalBackend(Backend):
         self, spec: SandboxSpec, command: list[str], pass_fds: Sequence[int] = ()
     ) -> _Launched:
         """Start bwrap around ``command`` with limits in place before it runs."""
-        info_r, info_w = os.pipe()
-        block_r, block_w = os.pipe()
-        seccomp_r, seccomp_w = os.pipe()
-        program = seccomp_program()
-        os.write(seccomp_w, program)
-        os.close(seccomp_w)
-        argv = self.argv(spec, info_w, block_r, seccomp_r) + ["--"] + command
+        opened: list[int] = []
+        try:
+            for _ in range(3):
+                opened += os.pipe()
+            info_r, info_w, block_r, block_w, seccomp_r, seccomp_w = opened
+            os.write(seccomp_w, seccomp_program())
+            os.close(seccomp_w)
+            opened.remove(seccomp_w)
+            bwrap, *options = self.argv(spec, info_w, block_r, seccomp_r)
+            args_fd = _args_file(options)
+        except BaseException as exc:
+            for fd in opened:
+                os.close(fd)
+            if isinstance(exc, OSError):
+                raise _resource_error("could not set up a sandbox", exc) from exc
+            raise
         name = session_name()
         try:
+            # bwrap's own process is the sandbox's pid 1, whose environment and command line
+            # the sandbox can read: it gets no environment, and its options (host paths)
+            # through a descriptor it reads and closes
             proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                pass_fds=(info_w, block_r, seccomp_r, *pass_fds), start_new_session=True,
+                ["bwrap", "--args", str(args_fd), "--", *command], executable=bwrap, env={},
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                pass_fds=(info_w, block_r, seccomp_r, args_fd, *pass_fds), start_new_session=True,
             )
         except OSError as exc:
-            for fd in (info_r, info_w, block_r, block_w, seccomp_r):
+            for fd in (info_r, info_w, block_r, block_w, seccomp_r, args_fd):
                 os.close(fd)
-            raise SandboxError(f"could not start bwrap: {exc}") from exc
-        for fd in (info_w, block_r, seccomp_r):
+            raise _resource_error("could not start bwrap", exc) from exc
+        for fd in (info_w, block_r, seccomp_r, args_fd):
             os.close(fd)
         try:
             info = _read_info(info_r, proc)
@@ -379,10 +393,16 @@ class LocalSession(_fs.WorkspaceFiles, Session):
 
     # -- life cycle -------------------------------------------------------------------
     def _boot(self, seed_dir: Path | None, seed_fd: int | None) -> None:
-        ctl_r, ctl_w = os.pipe()
+        try:
+            ctl_r, ctl_w = os.pipe()
+        except OSError as exc:
+            raise _resource_error("could not start the sandbox shell", exc) from exc
         try:
             launched = self._backend.launch(
                 self.spec, ["/bin/bash", "--norc", "--noprofile", f"/dev/fd/{ctl_r}"], [ctl_r])
+        except BaseException:
+            os.close(ctl_w)
+            raise
         finally:
             os.close(ctl_r)
         self._proc = launched
@@ -430,7 +450,7 @@ class LocalSession(_fs.WorkspaceFiles, Session):
         except BaseException as exc:
             self.close()
             if isinstance(exc, OSError):
-                raise SandboxError(f"could not prepare the sandbox: {exc}") from exc
+                raise _resource_error("could not prepare the sandbox", exc) from exc
             raise
         finally:
             if old_fd >= 0:
@@ -603,12 +623,40 @@ def _close_all() -> None:
 
 
 # -- helpers ----------------------------------------------------------------------------
+def _resource_error(what: str, exc: OSError) -> SandboxError:
+    """A :class:`SandboxError` for an ``OSError``, saying which limit was hit and what to do."""
+    if exc.errno == errno.EMFILE:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        return SandboxError(
+            f"{what}: this process has no file descriptor left (RLIMIT_NOFILE {soft}, hard limit "
+            f"{hard}; each session holds about 10). Close sessions you no longer use, or raise "
+            "the limit (`ulimit -n`, or resource.setrlimit(RLIMIT_NOFILE, ...)).")
+    if exc.errno == errno.ENFILE:
+        return SandboxError(f"{what}: the system's file table is full (fs.file-max): {exc}")
+    if exc.errno in (errno.EAGAIN, errno.ENOMEM):
+        return SandboxError(f"{what}: out of processes or memory (RLIMIT_NPROC, pids limit or "
+                            f"memory): {exc}")
+    return SandboxError(f"{what}: {exc}")
+
+
+def _args_file(options: list[str]) -> int:
+    """A descriptor holding ``options`` NUL-separated, from its start (bwrap's ``--args``)."""
+    fd = os.memfd_create("bwrap-args", os.MFD_CLOEXEC)
+    data = b"".join(os.fsencode(option) + b"\0" for option in options)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
 def _read_info(fd: int, proc: subprocess.Popen[bytes]) -> dict[str, object]:
     buf = b""
     deadline = time.monotonic() + 30
+    poll = select.poll()  # never select(): descriptors past 1023 are ordinary here
+    poll.register(fd, select.POLLIN)
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.5)
-        if ready:
+        if poll.poll(500):
             chunk = os.read(fd, 4096)
             if not chunk:
                 break
