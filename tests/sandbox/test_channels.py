@@ -8,11 +8,11 @@ from __future__ import annotations
 import contextlib
 import os
 import resource
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
-from taskgym.errors import SandboxError
+from taskgym.errors import SandboxError, SandboxTextError
 from taskgym.sandbox import Backend, SandboxSpec
 from taskgym.sandbox.local import LocalBackend
 
@@ -75,14 +75,32 @@ def test_runaway_output_says_the_cap_was_hit(backend: Backend) -> None:
         assert small.truncated and "output cap" not in small.stdout + small.stderr
 
 
-@pytest.mark.parametrize("bad", ["\ud800", "a\udfffb", "\udc80"])
+@pytest.mark.parametrize("bad", ["\ud800", "a\udfffb", "\udbff\udbff", "x\ud83d"])
 def test_lone_surrogates_raise_a_sandbox_error(backend: Backend, bad: str) -> None:
     with backend.start(SandboxSpec()) as session:
-        for call in (lambda: session.exec(f"echo {bad}"),
-                     lambda: session.exec(f"echo {bad} # " + "long " * 30),
-                     lambda: session.read_file(f"file{bad}.txt"),
-                     lambda: session.write_file(f"file{bad}.txt", b"x"),
-                     lambda: session.write_file(f"dir{bad}/file.txt", b"x")):
-            with pytest.raises(SandboxError):
+        calls: list[Callable[[], object]] = [
+            lambda: session.exec(f"echo {bad}"),
+            lambda: session.exec(f"echo {bad} # " + "long " * 30),
+            lambda: session.exec(f"echo '{bad}'\necho two"),
+            lambda: session.read_file(f"file{bad}.txt"),
+            lambda: session.write_file(f"file{bad}.txt", b"x"),
+            lambda: session.write_file(f"dir{bad}/file.txt", b"x"),
+        ]
+        for call in calls:
+            with pytest.raises(SandboxTextError, match="lone surrogate"):
                 call()
         assert session.exec("echo fine").stdout == "fine\n"
+    with pytest.raises(SandboxTextError):
+        backend.start(SandboxSpec(env={"VAR": bad})).close()
+    with pytest.raises(SandboxTextError):
+        backend.run(SandboxSpec(), ["/bin/echo", bad], timeout=30)
+
+
+def test_escaped_bytes_are_the_bytes_they_stand_for(backend: Backend) -> None:
+    """``\\udc80``-``\\udcff`` are how ``os.fsdecode`` gives undecodable bytes: they pass as those bytes."""
+    name = os.fsdecode(b"raw-\x80\xff.txt")
+    with backend.start(SandboxSpec()) as session:
+        session.write_file(name, b"content")
+        assert session.read_file(name) == b"content"
+        result = session.exec(f"cat {name}; printf '%s' {name} | od -An -tx1")
+        assert result.stdout.startswith("content") and "80 ff" in result.stdout, result

@@ -15,9 +15,10 @@ from __future__ import annotations
 import os
 import string
 
-from taskgym.errors import ConfigError
+from taskgym.errors import ConfigError, SandboxTextError
 
-__all__ = ["CONTROL_DIR", "CONTROL_MB", "SOURCE_TRIGGER", "CommandFile"]
+__all__ = ["CONTROL_DIR", "CONTROL_MB", "SOURCE_TRIGGER", "CommandFile", "encode_text",
+           "output_cap_note"]
 
 CONTROL_DIR = "/.taskgym"
 """Where the host drops each command for the shell to source (a small tmpfs)."""
@@ -41,9 +42,7 @@ class CommandFile:
 
     def trigger(self, command: str) -> bytes:
         """The line to send the shell for ``command`` (writing the command file if needed)."""
-        if "\x00" in command:
-            raise ConfigError("the command contains a NUL character, which a shell cannot take")
-        data = command.encode("utf-8", "surrogateescape")
+        data = encode_text(command, "the command")
         if len(data) > (CONTROL_MB << 20) // 2:
             raise ConfigError(f"the command is {len(data)} bytes; the limit is "
                               f"{(CONTROL_MB << 20) // 2} (write long content with a file tool)")
@@ -60,3 +59,25 @@ class CommandFile:
             os.ftruncate(self.fd, len(data))
         self._length = len(data)
         return SOURCE_TRIGGER
+
+
+def encode_text(text: str, what: str) -> bytes:
+    """``text`` as the bytes a shell or file system gets (UTF-8; ``\\udc80``-``\\udcff``, as
+    ``os.fsdecode`` makes them, stand for the raw bytes), or :class:`SandboxTextError`."""
+    if "\x00" in text:
+        raise SandboxTextError(f"{what} contains a NUL character, which a shell cannot take")
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as exc:
+        raise SandboxTextError(
+            f"{what} contains a lone surrogate ({text[exc.start]!r} at {exc.start}), which is "
+            "not text: send valid Unicode") from None
+
+
+def output_cap_note(limit: int) -> str:
+    """What a runaway command's observation ends with: which cap it hit, and what followed."""
+    size = (f"{limit >> 20} MiB" if limit % (1 << 20) == 0 else
+            f"{limit >> 10} KiB" if limit % 1024 == 0 else f"{limit} bytes")
+    return (f"\n[output cap hit: the command printed more than {size} on stdout or stderr "
+            "(the stream limit); what it started was killed and only the head and tail are "
+            "shown. Redirect big output to a file and look at parts of it.]\n")

@@ -48,7 +48,7 @@ from typing import Any
 
 from taskgym.errors import ConfigError, SandboxError, SandboxUnavailableError
 from taskgym.sandbox import _fs
-from taskgym.sandbox._commands import CONTROL_DIR, CONTROL_MB, CommandFile
+from taskgym.sandbox._commands import CONTROL_DIR, CONTROL_MB, CommandFile, encode_text, output_cap_note
 from taskgym.sandbox._reaper import owner_alive, session_name
 from taskgym.sandbox._seccomp import DENIED_SYSCALLS
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec, Session
@@ -580,7 +580,7 @@ class DockerSession(_fs.WorkspaceFiles, Session):
             f"set +o history; unset HISTFILE; umask 022; cd {_quote(self.spec.workdir)}\n"
             f"{exports}__tgm 0\n"
         )
-        ready = self._send(script.encode(), 30.0)
+        ready = self._send(encode_text(script, "the shell's environment"), 30.0)
         if ready.exit_code != 0 or ready.restarted:
             raise SandboxError(f"the container shell did not start: {ready.stderr}")
         self._shell.find_pid()
@@ -691,8 +691,10 @@ class DockerSession(_fs.WorkspaceFiles, Session):
         if (dead or hung) and killable:
             self._restart()
         cap = self.spec.output_limit_bytes
+        note = output_cap_note(limit) if runaway else ""
         return ExecResult(
-            stdout=_text(out, cap), stderr=_text(err, cap), exit_code=124 if timed_out else code,
+            stdout=_text(out, cap), stderr=_text(err, cap) + note,
+            exit_code=124 if timed_out else code,
             duration_sec=time.monotonic() - started, timed_out=timed_out,
             truncated=runaway or len(out) > cap or len(err) > cap, restarted=dead or hung)
 

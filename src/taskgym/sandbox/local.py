@@ -37,7 +37,7 @@ from taskgym.core.paths import envs_dir
 from taskgym.errors import ConfigError, SandboxError, SandboxUnavailableError
 from taskgym.sandbox import _fs, _gil_held
 from taskgym.sandbox._cgroups import CgroupLimits, rlimit_fallback
-from taskgym.sandbox._commands import CONTROL_DIR, CONTROL_MB, CommandFile
+from taskgym.sandbox._commands import CONTROL_DIR, CONTROL_MB, CommandFile, encode_text, output_cap_note
 from taskgym.sandbox._reaper import proc_stat, reap_once, runtime_root, session_name
 from taskgym.sandbox._seccomp import seccomp_program
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec, Session
@@ -209,6 +209,8 @@ class LocalBackend(Backend):
             os.write(seccomp_w, seccomp_program())
             os.close(seccomp_w)
             opened.remove(seccomp_w)
+            for arg in command:
+                encode_text(arg, "the command")
             bwrap, *options = self.argv(spec, info_w, block_r, seccomp_r)
             args_fd = _args_file(options)
         except BaseException as exc:
@@ -284,8 +286,10 @@ class LocalBackend(Backend):
         usage = launched.reap(grace=2.0)
         launched.close()
         code = proc.returncode if proc.returncode is not None else -1
+        note = output_cap_note(spec.stream_limit_bytes) if runaway else ""
         result = ExecResult(
-            stdout=_text(out, spec.output_limit_bytes), stderr=_text(err, spec.output_limit_bytes),
+            stdout=_text(out, spec.output_limit_bytes),
+            stderr=_text(err, spec.output_limit_bytes) + note,
             exit_code=code, duration_sec=time.monotonic() - started, timed_out=timed_out,
             truncated=runaway or len(out) > spec.output_limit_bytes
             or len(err) > spec.output_limit_bytes,
@@ -574,6 +578,12 @@ class LocalSession(_fs.WorkspaceFiles, Session):
         cap = self.spec.output_limit_bytes
         out, self._out_off, out_cut = _read_capped(self._out_fd, self._out_off, cap)
         err, self._err_off, err_cut = _read_capped(self._err_fd, self._err_off, cap)
+        if (not runaway and since is not None
+                and (out_cut or err_cut or self.spec.stream_limit_bytes <= _REWIND_AT + cap)
+                and self._output_full()):
+            runaway = True  # the writer met the full file and gave up before the next check
+        if runaway:
+            err += output_cap_note(self.spec.stream_limit_bytes)
         if restarted and since is not None:
             self._restart()
         return ExecResult(
@@ -642,7 +652,7 @@ def _resource_error(what: str, exc: OSError) -> SandboxError:
 def _args_file(options: list[str]) -> int:
     """A descriptor holding ``options`` NUL-separated, from its start (bwrap's ``--args``)."""
     fd = os.memfd_create("bwrap-args", os.MFD_CLOEXEC)
-    data = b"".join(os.fsencode(option) + b"\0" for option in options)
+    data = b"".join(encode_text(option, "a sandbox option") + b"\0" for option in options)
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
