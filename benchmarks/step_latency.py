@@ -6,7 +6,7 @@ Layers timed in the same run, interleaved round by round so machine load hits th
 - ``env.unwrapped.step``: the env without the wrappers;
 - ``session.exec``: the sandbox session alone (``LocalSession.exec``);
 - ``raw protocol``: taskgym's shell protocol done by hand on the session's descriptors
-  (write the command file, send ``__tg``, read to the marker), no Python around it;
+  (write the command file, send the trigger, read to the status line), no Python around it;
 - ``floor``: a bare bash in an identical bwrap sandbox, ``echo hi; echo SENTINEL`` over pipes.
 
 Each layer also gets its CPU per step (this Python process, and the sandbox's processes),
@@ -69,6 +69,7 @@ def raw_tg(session: Any) -> Callable[[], None]:
     poll.register(status_fd, select.POLLIN)
 
     def step() -> None:
+        session._seq += 1  # the shell numbers its status lines; the session must follow
         os.ftruncate(out_fd, 0)
         os.pwrite(cmd_fd, data, 0)
         os.ftruncate(cmd_fd, len(data))

@@ -104,3 +104,84 @@ def test_escaped_bytes_are_the_bytes_they_stand_for(backend: Backend) -> None:
         assert session.read_file(name) == b"content"
         result = session.exec(f"cat {name}; printf '%s' {name} | od -An -tx1")
         assert result.stdout.startswith("content") and "80 ff" in result.stdout, result
+
+
+_TAG = "t=$(declare -f __ts __tgm 2>/dev/null | grep -o '__TG_[0-9a-f]*' | head -1); "
+_EVERY_FD = "for fd in $(ls /proc/$$/fd); do [ $fd -gt 2 ] && [ $fd != 255 ] && "
+# each runs as a command in the persistent shell; {} is what is written on every descriptor
+# the shell holds (its status channel among them, on both backends), or on its stdout/stderr
+_FORGERIES = {
+    "forged status lines": _TAG + _EVERY_FD + "printf \"${t}0 1\\n\\n${t}0 1\\n${t}0\\n\" >&$fd; "
+                           "done 2>/dev/null; printf \"\\n${t}0 1\\n\"; printf \"\\n${t}1\\n\" >&2",
+    "status with the next numbers": _TAG + "n=${__tgn:-0}; " + _EVERY_FD +
+        "printf \"${t}0 $((n+1))\\n\" >&$fd; done 2>/dev/null; "
+        "printf \"\\n${t}0 $((n+1))\\n\"; printf \"\\n${t}$((n+1))\\n\" >&2",
+    "garbage after the tag": _TAG + _EVERY_FD + "printf \"${t}abc\\n\" >&$fd; done 2>/dev/null; "
+                             "printf \"\\n${t}x y\\n\"; printf \"\\n${t}zz\\n\" >&2",
+    "plain garbage": _EVERY_FD + "printf 'garbage\\n\\0\\377' >&$fd; done 2>/dev/null; echo",
+    "a huge line": _TAG + _EVERY_FD + "head -c 200000 /dev/zero | tr '\\0' 7 >&$fd; done "
+                   "2>/dev/null; printf \"\\n${t}\"; head -c 100000 /dev/zero | tr '\\0' 7",
+    "a partial line": _TAG + _EVERY_FD + "printf \"${t}\" >&$fd; done 2>/dev/null; "
+                      "printf \"\\n${t}\"; printf \"\\n${t}\" >&2",
+    "the descriptor closed": _EVERY_FD + "eval \"exec $fd>&-\"; done 2>/dev/null; exec 251>&-",
+    "dup from /proc/self/fd": _TAG + _EVERY_FD + "{ exec 9>/proc/self/fd/$fd; printf \"${t}0 1\\n\""
+                              " >&9; exec 9>&-; }; done 2>/dev/null; echo",
+    "a child opens the shell's descriptors": _TAG + "python3 child.py \"$t\"",
+    "the status function replaced": "__ts() { echo no; }; __tgm() { echo no; }; true",
+    "the sequence number changed": "__tgn=1000",
+}
+
+
+_CHILD = b"""
+import os, sys
+ppid, opened = os.getppid(), []
+for name in os.listdir(f"/proc/{ppid}/fd"):
+    try:
+        fd = os.open(f"/proc/{ppid}/fd/{name}", os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:
+        continue
+    opened.append(os.readlink(f"/proc/{ppid}/fd/{name}").split(":")[0])
+    if name != "255":  # the shell's input: what it would run
+        for line in (b"0 1", b"0 2", b"x"):
+            os.write(fd, sys.argv[1].encode() + line + b"\\n")
+print("held", sorted(os.readlink(f"/proc/{ppid}/fd/{name}").split(":")[0]
+                     for name in os.listdir(f"/proc/{ppid}/fd")))
+print("opened", sorted(opened))
+"""
+
+
+@pytest.mark.parametrize("attack", sorted(_FORGERIES))
+def test_a_forged_status_never_breaks_the_session(backend: Backend, attack: str) -> None:
+    """Whatever a command writes where the status line travels, exec returns (its status, or
+    a fresh shell with a note), nothing raises, and the session goes on working."""
+    with backend.start(SandboxSpec(stream_limit_bytes=1 << 20)) as session:
+        session.write_file("kept.txt", b"kept")
+        session.write_file("child.py", _CHILD)
+        result = session.exec(_FORGERIES[attack], timeout=10)
+        assert isinstance(result.exit_code, int), result
+        if result.restarted and not result.timed_out and "status channel" not in result.stderr:
+            assert result.exit_code != 0, result  # the shell died (a closed descriptor...)
+        # a forged line the host took for this command's leaves the real one for the next
+        # command, which then sees a stale line and restarts: it must be the last surprise
+        results = [session.exec("echo next", timeout=10) for _ in range(3)]
+        assert results[-1].stdout == "next\n" and not results[-1].restarted, (result, results)
+        assert all(not r.restarted or "status channel" in r.stderr for r in results), results
+        assert session.exec("cat kept.txt").stdout == "kept"
+
+
+def test_what_a_command_starts_cannot_reach_the_status_channel(backend: Backend) -> None:
+    """The shell's descriptors other than stdin/stdout/stderr are not inherited, and none
+    can be reopened through /proc by a child (a socket cannot; docker: see the docs)."""
+    with backend.start(SandboxSpec()) as session:
+        result = session.exec("ls /proc/self/fd; sleep 0.2 & ls /proc/$!/fd; wait")
+        assert sorted(set(result.stdout.split())) == ["0", "1", "2", "3"], result  # 3: ls's dir
+        if backend.name == "local":
+            session.write_file("child.py", _CHILD)
+            result = session.exec(_FORGERIES["a child opens the shell's descriptors"])
+            # the shell holds its status socket (bash's saved copy of 251) while the command
+            # runs, and a socket cannot be opened through /proc; what opens is /dev/null, the
+            # output files and the shell's input pipe (writing there is typing a command)
+            assert "'socket'" in result.stdout.split("held")[1].split("\n")[0], result
+            assert "opened ['/.taskgym/e/err', '/.taskgym/o/out', '/dev/null', 'pipe']" in (
+                result.stdout), result
+            assert not result.restarted and result.exit_code == 0, result

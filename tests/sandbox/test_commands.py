@@ -25,7 +25,7 @@ def commands(tmp_path: Path) -> Iterator[CommandFile]:
 @pytest.mark.parametrize("command", ["echo hi", "ls -la /app", "python3 -m pytest -q tests/",
                                      "a=1", "x=1 y=2 env", "-x", "%1", ".", "make -j2 CC=gcc"])
 def test_plain_commands_ride_the_trigger_as_they_are(commands: CommandFile, command: str) -> None:
-    assert commands.trigger(command) == command.encode() + b";__ts\n"
+    assert commands.trigger(command) == command.encode() + b" 251>&-;__ts\n"
 
 
 @pytest.mark.parametrize("command", ["echo 'hi'", "echo $HOME", "ls | wc -l", "if true",
@@ -34,7 +34,7 @@ def test_plain_commands_ride_the_trigger_as_they_are(commands: CommandFile, comm
 def test_other_one_liners_are_quoted_for_eval(commands: CommandFile, command: str) -> None:
     trigger = commands.trigger(command)
     if command.isprintable():
-        assert trigger.startswith(b"eval $'") and trigger.endswith(b"';__ts\n")
+        assert trigger.startswith(b"eval $'") and trigger.endswith(b"' 251>&-;__ts\n")
     else:  # a tab is not printable: the command file
         assert trigger == SOURCE_TRIGGER
 

@@ -17,14 +17,19 @@ import string
 
 from taskgym.errors import ConfigError, SandboxTextError
 
-__all__ = ["CONTROL_DIR", "CONTROL_MB", "SOURCE_TRIGGER", "CommandFile", "encode_text",
+__all__ = ["CONTROL_DIR", "CONTROL_MB", "SOURCE_TRIGGER", "STATUS_FD", "CommandFile", "encode_text",
            "output_cap_note"]
 
 CONTROL_DIR = "/.taskgym"
 """Where the host drops each command for the shell to source (a small tmpfs)."""
 CONTROL_MB = 4
 """Size of the control tmpfs; a command may take half of it."""
-SOURCE_TRIGGER = f". {CONTROL_DIR}/cmd;__ts\n".encode()
+STATUS_FD = 251
+"""The shell's descriptor of its status channel (local backend): out of the way of what
+commands redirect, and closed for each command (``251>&-``), so what a command starts never
+holds it; bash keeps the saved copy close-on-exec and puts it back for ``__ts``."""
+_HIDE = f" {STATUS_FD}>&-;__ts\n".encode()
+SOURCE_TRIGGER = f". {CONTROL_DIR}/cmd".encode() + _HIDE
 """The line that runs the command file."""
 _INLINE_MAX = 64
 """Commands up to this many bytes of printable ASCII skip the command file."""
@@ -51,9 +56,9 @@ class CommandFile:
                 and b"return" not in data):
             words = command.split()
             if words and _PLAIN_CHARS.issuperset(command) and _RESERVED_WORDS.isdisjoint(words):
-                return data + b";__ts\n"
+                return data + _HIDE
             quoted = data.replace(b"\\", b"\\\\").replace(b"'", b"\\'")
-            return b"eval $'" + quoted + b"';__ts\n"
+            return b"eval $'" + quoted + b"'" + _HIDE
         os.pwrite(self.fd, data, 0)
         if len(data) < self._length:
             os.ftruncate(self.fd, len(data))

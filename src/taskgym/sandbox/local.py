@@ -22,6 +22,7 @@ import secrets
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import sysconfig
@@ -37,7 +38,14 @@ from taskgym.core.paths import envs_dir
 from taskgym.errors import ConfigError, SandboxError, SandboxUnavailableError
 from taskgym.sandbox import _fs, _gil_held
 from taskgym.sandbox._cgroups import CgroupLimits, rlimit_fallback
-from taskgym.sandbox._commands import CONTROL_DIR, CONTROL_MB, CommandFile, encode_text, output_cap_note
+from taskgym.sandbox._commands import (
+    CONTROL_DIR,
+    CONTROL_MB,
+    STATUS_FD,
+    CommandFile,
+    encode_text,
+    output_cap_note,
+)
 from taskgym.sandbox._reaper import proc_stat, reap_once, runtime_root, session_name
 from taskgym.sandbox._seccomp import seccomp_program
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec, Session
@@ -45,8 +53,12 @@ from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec
 __all__ = ["LocalBackend", "LocalSession"]
 
 SANDBOX_UID = 1000
-_STATUS_FD = 251
-"""The shell's fd for status lines: out of the way of what commands redirect."""
+STATUS_MAX = 64
+"""A status line is shorter than this; anything longer on the channel is not one."""
+BAD_STATUS_NOTE = (
+    "\n[the shell's status channel carried something other than its status line (the command "
+    "wrote on it, or changed the shell's status report): the shell was restarted; the "
+    "workspace is kept, the working folder, variables and background jobs are not]\n")
 _RUNAWAY_CHECK_SEC = 0.25
 """How often a running command's output files are checked against the stream limit."""
 _REWIND_AT = 1 << 16
@@ -198,9 +210,11 @@ class LocalBackend(Backend):
         return args
 
     def launch(
-        self, spec: SandboxSpec, command: list[str], pass_fds: Sequence[int] = ()
+        self, spec: SandboxSpec, command: list[str], pass_fds: Sequence[int] = (),
+        stdout: int | None = None,
     ) -> _Launched:
-        """Start bwrap around ``command`` with limits in place before it runs."""
+        """Start bwrap around ``command`` with limits in place before it runs; its stdout is
+        ``stdout`` when given, else a pipe."""
         opened: list[int] = []
         try:
             for _ in range(3):
@@ -226,7 +240,8 @@ class LocalBackend(Backend):
             # through a descriptor it reads and closes
             proc = subprocess.Popen(
                 ["bwrap", "--args", str(args_fd), "--", *command], executable=bwrap, env={},
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE if stdout is None else stdout,
+                stderr=subprocess.PIPE,
                 pass_fds=(info_w, block_r, seccomp_r, args_fd, *pass_fds), start_new_session=True,
             )
         except OSError as exc:
@@ -391,6 +406,8 @@ class LocalSession(_fs.WorkspaceFiles, Session):
         self._out_off = 0
         self._err_off = 0
         self._ctl = -1
+        self._status_sock: socket.socket | None = None
+        self._seq = 0
         self._proc: _Launched | None = None
         self._boot(seed_dir=seed, seed_fd=None)
         _LIVE.add(self)
@@ -399,37 +416,48 @@ class LocalSession(_fs.WorkspaceFiles, Session):
     def _boot(self, seed_dir: Path | None, seed_fd: int | None) -> None:
         try:
             ctl_r, ctl_w = os.pipe()
+            status, shell_status = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         except OSError as exc:
+            if "ctl_w" in locals():
+                os.close(ctl_r)
+                os.close(ctl_w)
             raise _resource_error("could not start the sandbox shell", exc) from exc
         try:
             launched = self._backend.launch(
-                self.spec, ["/bin/bash", "--norc", "--noprofile", f"/dev/fd/{ctl_r}"], [ctl_r])
+                self.spec, ["/bin/bash", "--norc", "--noprofile", f"/dev/fd/{ctl_r}"], [ctl_r],
+                stdout=shell_status.fileno())
         except BaseException:
             os.close(ctl_w)
+            status.close()
             raise
         finally:
             os.close(ctl_r)
+            shell_status.close()
         self._proc = launched
         self.limits_enforced_by = "cgroup" if launched.cgroup is not None else "rlimit"
         self._ctl = ctl_w
         os.set_blocking(ctl_w, False)  # written holding the GIL: full must fail, not wait
         proc = launched.proc
-        assert proc.stdout and proc.stderr
-        self._status, self._bwrap_err = proc.stdout.fileno(), proc.stderr.fileno()
-        os.set_blocking(self._status, False)
+        assert proc.stderr
+        self._status_sock = status
+        self._status, self._bwrap_err = status.fileno(), proc.stderr.fileno()
+        status.setblocking(False)
         os.set_blocking(self._bwrap_err, False)
         self._poll = select.poll()
         self._poll.register(self._status, select.POLLIN)
-        tag = self._tag.decode()
-        fd = _STATUS_FD
+        self._seq = 0
+        fd = STATUS_FD
+        # the script is read from bash's own close-on-exec copy of the control pipe (255):
+        # the inherited one is closed, so no command can read (or write) the protocol
         bootstrap = (
-            f"exec {fd}>&1 1>>{CONTROL_DIR}/o/out 2>>{CONTROL_DIR}/e/err\n"
-            f"__ts() {{ printf '{tag}%d\\n' \"$?\" >&{fd}; }}\n"
-            "set +o history; unset HISTFILE; umask 022\n"
+            f"exec {ctl_r}<&- {fd}>&1 1>>{CONTROL_DIR}/o/out 2>>{CONTROL_DIR}/e/err\n"
+            f"__ts() {{ printf '{self._tag.decode()}%d %d\\n' \"$?\" \"$((++__tgn))\" >&{fd}"
+            " || exit 125; }\n"
+            "readonly -f __ts; set +o history; unset HISTFILE; umask 022\n"
         )
         old_fd = self._root_fd
         try:
-            ready = self._send(bootstrap.encode() + f"printf '{tag}0\\n' >&{fd}\n".encode(), 10.0)
+            ready = self._send(bootstrap.encode() + b"__ts\n", 10.0)
             if ready.exit_code != 0 or ready.restarted:
                 raise SandboxError(f"the sandbox shell did not start: {ready.stderr}")
             proc_root = f"/proc/{launched.init_pid}/root"
@@ -478,6 +506,9 @@ class LocalSession(_fs.WorkspaceFiles, Session):
             self._proc.close()
             self._proc = None
         self._close_fds("_ctl", "_cmd_fd", "_out_fd", "_err_fd")  # the stopped shell's
+        if self._status_sock is not None:
+            self._status_sock.close()
+            self._status_sock = None
 
     def _close_fds(self, *attrs: str) -> None:
         for attr in attrs:
@@ -536,8 +567,9 @@ class LocalSession(_fs.WorkspaceFiles, Session):
         since = started if killable else None
         status = b""
         code: int | None = None
-        timed_out = runaway = hung = dead = False
+        timed_out = runaway = hung = dead = bad_status = False
         give_up: float | None = None
+        self._seq += 1
         try:
             _gil_held.write(self._ctl, script)
         except BrokenPipeError:
@@ -567,7 +599,12 @@ class LocalSession(_fs.WorkspaceFiles, Session):
                 dead = True
                 break
             status += chunk
-            code = self._find_status(status)
+            try:
+                code = self._find_status(status)
+            except _BadStatus:
+                bad_status = hung = True  # the agent's doing: a fresh shell, as for a hung one
+                if since is not None:
+                    self._kill_started(since)
         restarted = dead or hung
         bwrap_err = b""
         if dead and self._proc is not None:
@@ -584,24 +621,37 @@ class LocalSession(_fs.WorkspaceFiles, Session):
             runaway = True  # the writer met the full file and gave up before the next check
         if runaway:
             err += output_cap_note(self.spec.stream_limit_bytes)
+        if bad_status:
+            err += BAD_STATUS_NOTE
         if restarted and since is not None:
             self._restart()
         return ExecResult(
             stdout=out, stderr=err + bwrap_err.decode("utf-8", errors="replace"),
-            exit_code=124 if timed_out else -1 if code is None else code,
+            exit_code=124 if timed_out else -1 if code is None or bad_status else code,
             duration_sec=time.monotonic() - started, timed_out=timed_out,
             truncated=runaway or out_cut or err_cut, restarted=restarted,
         )
 
     def _find_status(self, buf: bytes) -> int | None:
-        """The exit status on the first complete status line of ``buf``, if any."""
-        idx = buf.find(self._tag)
-        if idx < 0:
-            return None
-        end = buf.find(b"\n", idx)
+        """The exit status in ``buf`` once it holds the whole status line of this command
+        (``<tag><status> <sequence number>``); ``None`` while it is a beginning of one.
+
+        Raises :class:`_BadStatus` for anything else: bytes a command wrote on the channel
+        (through bash's saved copy, which its builtins can reach), an earlier command's
+        line, or more than one line.
+        """
+        end = buf.find(b"\n")
         if end < 0:
+            if len(buf) > STATUS_MAX or not self._tag.startswith(buf[: len(self._tag)]):
+                raise _BadStatus(buf)
             return None
-        return int(buf[idx + len(self._tag) : end] or b"-1")
+        line = buf[:end]
+        suffix = b" %d" % self._seq
+        code = line[len(self._tag) : len(line) - len(suffix)]
+        if (end + 1 != len(buf) or not line.startswith(self._tag) or not line.endswith(suffix)
+                or not code.isdigit() or len(code) > 3):
+            raise _BadStatus(buf)
+        return int(code)
 
     def _output_full(self) -> bool:
         """Whether the command filled its stdout or stderr file (runaway output)."""
@@ -619,6 +669,10 @@ class LocalSession(_fs.WorkspaceFiles, Session):
             if pid not in keep and start >= since_tick:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
+
+
+class _BadStatus(Exception):
+    """What came on the status channel is not the status line expected."""
 
 
 _LIVE: weakref.WeakSet[LocalSession] = weakref.WeakSet()
