@@ -387,9 +387,12 @@ class LocalSession(_fs.WorkspaceFiles, Session):
     The shell's stdout and stderr are files on two tmpfs mounts sized at the stream limit;
     after a command the host reads them from where it left off (emptying them before a
     command now and then), so output is never lost to a full pipe. The shell's
-    original stdout, a pipe, carries only the line ``<tag><status>`` that ends each
-    command, so a step is one write and, most often, one wake-up to read one line.
-    Commands read /dev/null as stdin, so nothing they do can consume the protocol.
+    original stdout, a socket, carries only the line ``<tag><status> <sequence number>``
+    that ends each command, so a step is one write and, most often, one wake-up to read
+    one line. Each command runs without it (``251>&-``) and a socket cannot be reopened
+    through ``/proc``; anything but the expected line restarts the shell. Commands read
+    /dev/null as stdin and the control pipe is open only as bash's close-on-exec script
+    descriptor, so nothing they start can consume the protocol.
     """
 
     def __init__(self, backend: LocalBackend, spec: SandboxSpec, seed: Path | None) -> None:
