@@ -25,7 +25,7 @@ from pathlib import Path
 
 from taskgym.sandbox import SandboxSpec
 from taskgym.sandbox._seccomp import seccomp_program
-from taskgym.sandbox.local import LocalBackend
+from taskgym.sandbox.local import LocalBackend, etc_files
 
 __all__ = [
     "FloorShell",
@@ -64,15 +64,16 @@ class FloorShell:
         sec_r, sec_w = os.pipe()
         os.write(sec_w, _seccomp())
         os.close(sec_w)
-        argv = _backend().argv(spec, info_w, block_r, sec_r)
+        etc = etc_files()
+        argv = _backend().argv(spec, info_w, block_r, sec_r, etc)
         argv += ["--", "/bin/bash", "--norc", "--noprofile"]
         try:
             self.proc = subprocess.Popen(
                 argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                pass_fds=(info_w, block_r, sec_r), start_new_session=True,
+                pass_fds=(info_w, block_r, sec_r, *etc), start_new_session=True,
             )
         finally:
-            for fd in (info_w, block_r, sec_r):
+            for fd in (info_w, block_r, sec_r, *etc):
                 os.close(fd)
         os.write(block_w, b"1")  # nothing to set up between clone and exec: release at once
         os.close(block_w)

@@ -430,7 +430,7 @@ _LEAK_CONTROLLER = r"""
 import pickle, sys
 backend = pickle.loads(sys.stdin.buffer.read())
 from taskgym.sandbox.base import SandboxSpec
-probe, words = sys.argv[1], sys.argv[3:5]  # argv[2] is the planted argument
+probe, words = sys.argv[1], sys.argv[3:]  # argv[2] is the planted argument
 with backend.start(SandboxSpec()) as session:
     session.write_file("probe.py", probe.encode())
     session.exec("sleep 300 & (sleep 301 | cat) & echo started")
@@ -445,17 +445,20 @@ if close is not None:
 
 @_check
 def check_controller_secrets_do_not_reach_the_sandbox(backend: Backend) -> None:
-    """A controller with a secret environment variable and a secret argument starts a session
-    and a one-shot run; nothing readable under /proc (environ, cmdline, maps, mountinfo, links
-    of every visible pid and thread) nor the environment holds either secret."""
+    """A controller with a secret environment variable, a secret argument and a secret in its
+    temporary folder's path starts a session and a one-shot run; nothing readable under /proc
+    (environ, cmdline, maps, mountinfo, links of every visible pid and thread) nor the
+    environment holds any of them."""
     env_secret = "tg-env-" + secrets.token_hex(12)
     arg_secret = "tg-arg-" + secrets.token_hex(12)
-    words = [secret.encode()[::-1].hex() for secret in (env_secret, arg_secret)]
-    proc = subprocess.run(
-        [sys.executable, "-c", _LEAK_CONTROLLER, _LEAK_PROBE, arg_secret, *words],
-        input=pickle.dumps(backend), capture_output=True, timeout=300,
-        env={**os.environ, "TASKGYM_PLANTED_SECRET": env_secret,
-             "TASKGYM_PLANTED_PATH": f"/nonexistent/{arg_secret}"})
+    path_secret = "tg-path-" + secrets.token_hex(12)  # the controller's TMPDIR holds it
+    words = [secret.encode()[::-1].hex() for secret in (env_secret, arg_secret, path_secret)]
+    with tempfile.TemporaryDirectory(prefix=path_secret) as tmpdir:
+        proc = subprocess.run(
+            [sys.executable, "-c", _LEAK_CONTROLLER, _LEAK_PROBE, arg_secret, *words],
+            input=pickle.dumps(backend), capture_output=True, timeout=300,
+            env={**os.environ, "TASKGYM_PLANTED_SECRET": env_secret, "TMPDIR": tmpdir,
+                 "TASKGYM_PLANTED_PATH": f"/nonexistent/{arg_secret}"})
     out = proc.stdout.decode(errors="replace")
     _expect(proc.returncode == 0, f"the controller failed: {proc.stderr.decode(errors='replace')}")
     reports = [line for line in out.splitlines() if line.startswith(("session:", "run:"))]

@@ -696,8 +696,6 @@ class DockerSession(_fs.WorkspaceFiles, Session):
                         err_done = True
             except _BadStatus:  # the agent's doing: a fresh shell, as for a hung one
                 bad_status = hung = True
-                if killable:
-                    self._kill_started(started)
                 break
             for buf in (out, err):
                 if len(buf) > limit:  # runaway output: keep the head and the recent tail

@@ -130,7 +130,12 @@ class LocalBackend(Backend):
             raise SandboxUnavailableError(problem)
         self._bwrap = shutil.which("bwrap") or "bwrap"
         reap_once()
-        self._etc = self._write_etc()
+
+    def __deepcopy__(self, memo: dict[int, object]) -> LocalBackend:
+        return self  # stateless past its check: shared (gymnasium copies make() arguments)
+
+    def __reduce__(self) -> tuple[type[LocalBackend], tuple[()]]:
+        return LocalBackend, ()  # another process checks and sets up its own
 
     @classmethod
     def check(cls) -> str | None:
@@ -151,19 +156,10 @@ class LocalBackend(Backend):
             )
         return None
 
-    def _write_etc(self) -> Path:
-        etc = runtime_root() / "etc"
-        etc.mkdir(parents=True, exist_ok=True)
-        for name, text in (("passwd", _PASSWD), ("group", _GROUP)):
-            path = etc / name
-            if not path.exists() or path.read_text() != text:
-                tmp = etc / f".{name}.{os.getpid()}"
-                tmp.write_text(text)
-                os.replace(tmp, path)
-        return etc
-
-    def argv(self, spec: SandboxSpec, info_fd: int, block_fd: int, seccomp_fd: int) -> list[str]:
-        """The bwrap command line for ``spec`` (no command yet)."""
+    def argv(self, spec: SandboxSpec, info_fd: int, block_fd: int, seccomp_fd: int,
+             etc_fds: tuple[int, int]) -> list[str]:
+        """The bwrap command line for ``spec`` (no command yet); ``etc_fds`` hold the sandbox's
+        ``/etc/passwd`` and ``/etc/group`` (:func:`etc_files`)."""
         if not spec.workdir.startswith("/") or spec.workdir in ("/", "/usr", "/tmp", "/proc"):
             raise ConfigError(f"workdir must be a fresh absolute path, not {spec.workdir!r}")
         args = [self._bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--hostname", "sandbox",
@@ -186,8 +182,9 @@ class LocalBackend(Backend):
                 args += ["--ro-bind", str(host), f"/{top}"]
         for name in _ETC_FILES:
             args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-        args += ["--ro-bind", str(self._etc / "passwd"), "/etc/passwd",
-                 "--ro-bind", str(self._etc / "group"), "/etc/group",
+        # copied into the sandbox's root, not bound: a bind's host path shows in mountinfo
+        args += ["--perms", "0644", "--file", str(etc_fds[0]), "/etc/passwd",
+                 "--perms", "0644", "--file", str(etc_fds[1]), "/etc/group",
                  "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys",
                  "--dev", "/dev", "--size", str(64 << 20), "--tmpfs", "/dev/shm",
                  "--remount-ro", "/dev",
@@ -225,8 +222,11 @@ class LocalBackend(Backend):
             opened.remove(seccomp_w)
             for arg in command:
                 encode_text(arg, "the command")
-            bwrap, *options = self.argv(spec, info_w, block_r, seccomp_r)
-            args_fd = _args_file(options)
+            etc = etc_files()
+            opened += etc
+            bwrap, *options = self.argv(spec, info_w, block_r, seccomp_r, etc)
+            args_fd = _memfd(b"".join(encode_text(option, "a sandbox option") + b"\0"
+                                      for option in options))
         except BaseException as exc:
             for fd in opened:
                 os.close(fd)
@@ -242,13 +242,14 @@ class LocalBackend(Backend):
                 ["bwrap", "--args", str(args_fd), "--", *command], executable=bwrap, env={},
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE if stdout is None else stdout,
                 stderr=subprocess.PIPE,
-                pass_fds=(info_w, block_r, seccomp_r, args_fd, *pass_fds), start_new_session=True,
+                pass_fds=(info_w, block_r, seccomp_r, args_fd, *etc, *pass_fds),
+                start_new_session=True,
             )
         except OSError as exc:
-            for fd in (info_r, info_w, block_r, block_w, seccomp_r, args_fd):
+            for fd in (info_r, info_w, block_r, block_w, seccomp_r, args_fd, *etc):
                 os.close(fd)
             raise _resource_error("could not start bwrap", exc) from exc
-        for fd in (info_w, block_r, seccomp_r, args_fd):
+        for fd in (info_w, block_r, seccomp_r, args_fd, *etc):
             os.close(fd)
         try:
             info = _read_info(info_r, proc)
@@ -606,8 +607,6 @@ class LocalSession(_fs.WorkspaceFiles, Session):
                 code = self._find_status(status)
             except _BadStatus:
                 bad_status = hung = True  # the agent's doing: a fresh shell, as for a hung one
-                if since is not None:
-                    self._kill_started(since)
         restarted = dead or hung
         bwrap_err = b""
         if dead and self._proc is not None:
@@ -706,14 +705,27 @@ def _resource_error(what: str, exc: OSError) -> SandboxError:
     return SandboxError(f"{what}: {exc}")
 
 
-def _args_file(options: list[str]) -> int:
-    """A descriptor holding ``options`` NUL-separated, from its start (bwrap's ``--args``)."""
-    fd = os.memfd_create("bwrap-args", os.MFD_CLOEXEC)
-    data = b"".join(encode_text(option, "a sandbox option") + b"\0" for option in options)
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-    os.lseek(fd, 0, os.SEEK_SET)
+def etc_files() -> tuple[int, int]:
+    """Descriptors holding the sandbox's ``/etc/passwd`` and ``/etc/group`` (for ``argv``)."""
+    passwd = _memfd(_PASSWD.encode())
+    try:
+        return passwd, _memfd(_GROUP.encode())
+    except BaseException:
+        os.close(passwd)
+        raise
+
+
+def _memfd(data: bytes) -> int:
+    """A close-on-exec descriptor holding ``data``, from its start (what bwrap reads)."""
+    fd = os.memfd_create("taskgym-bwrap", os.MFD_CLOEXEC)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
     return fd
 
 
