@@ -128,7 +128,13 @@ _FORGERIES = {
                               " >&9; exec 9>&-; }; done 2>/dev/null; echo",
     "a child opens the shell's descriptors": _TAG + "python3 child.py \"$t\"",
     "the status function replaced": "__ts() { echo no; }; __tgm() { echo no; }; true",
-    "the sequence number changed": "__tgn=1000",
+    "the status function called": "echo a; __ts; echo b; __ts 1; __ts 2; __ts 3; __ts 4; true",
+    # this is the session's first command, number 2 (the ready line was 1): an exact forgery,
+    # taken for this command's line; the real one must then not pass for the next command's
+    "the status function called on the saved descriptor, then a pause": _EVERY_FD +
+        "[ $fd -gt 9 ] && { __ts 2 251>&$fd; __ts 3 251>&$fd; }; done 2>/dev/null; sleep 0.5",
+    "one exact forgery on the saved descriptor, then a pause": _EVERY_FD +
+        "[ $fd -gt 9 ] && { __ts 2 251>&$fd; break; }; done 2>/dev/null; sleep 0.5",
 }
 
 
@@ -163,8 +169,8 @@ def test_a_forged_status_never_breaks_the_session(backend: Backend, attack: str)
             assert result.exit_code != 0, result  # the shell died (a closed descriptor...)
         # a forged line the host took for this command's leaves the real one for the next
         # command, which then sees a stale line and restarts: it must be the last surprise
-        results = [session.exec("echo next", timeout=10) for _ in range(3)]
-        assert results[-1].stdout == "next\n" and not results[-1].restarted, (result, results)
+        results = [session.exec(f"echo next-{i}", timeout=10) for i in range(3)]
+        assert results[-1].stdout == "next-2\n" and not results[-1].restarted, (result, results)
         assert all(not r.restarted or "status channel" in r.stderr for r in results), results
         assert session.exec("cat kept.txt").stdout == "kept"
 

@@ -17,7 +17,7 @@ import string
 
 from taskgym.errors import ConfigError, SandboxTextError
 
-__all__ = ["CONTROL_DIR", "CONTROL_MB", "SOURCE_TRIGGER", "STATUS_FD", "CommandFile", "encode_text",
+__all__ = ["CONTROL_DIR", "CONTROL_MB", "SOURCE_TRIGGER", "STATUS_FD", "CommandFile", "encode_text", "ending",
            "output_cap_note"]
 
 CONTROL_DIR = "/.taskgym"
@@ -28,9 +28,14 @@ STATUS_FD = 251
 """The shell's descriptor of its status channel (local backend): out of the way of what
 commands redirect, and closed for each command (``251>&-``), so what a command starts never
 holds it; bash keeps the saved copy close-on-exec and puts it back for ``__ts``."""
-_HIDE = f" {STATUS_FD}>&-;__ts\n".encode()
-SOURCE_TRIGGER = f". {CONTROL_DIR}/cmd".encode() + _HIDE
-"""The line that runs the command file."""
+SOURCE_TRIGGER = f". {CONTROL_DIR}/cmd".encode()
+"""The start of the line that runs the command file (:func:`ending` follows)."""
+
+
+def ending(seq: int) -> bytes:
+    """How every trigger line ends: the command runs without the status descriptor, then
+    ``__ts`` reports its status with ``seq``, the number the host expects on the line."""
+    return b" %d>&-;__ts %d\n" % (STATUS_FD, seq)
 _INLINE_MAX = 64
 """Commands up to this many bytes of printable ASCII skip the command file."""
 _PLAIN_CHARS = frozenset(string.ascii_letters + string.digits + " -_./=:,+%@")
@@ -45,8 +50,9 @@ class CommandFile:
         self.fd = fd
         self._length = 0
 
-    def trigger(self, command: str) -> bytes:
-        """The line to send the shell for ``command`` (writing the command file if needed)."""
+    def trigger(self, command: str, seq: int) -> bytes:
+        """The line to send the shell for ``command`` (writing the command file if needed),
+        whose status line must carry ``seq``."""
         data = encode_text(command, "the command")
         if len(data) > (CONTROL_MB << 20) // 2:
             raise ConfigError(f"the command is {len(data)} bytes; the limit is "
@@ -56,14 +62,14 @@ class CommandFile:
                 and b"return" not in data):
             words = command.split()
             if words and _PLAIN_CHARS.issuperset(command) and _RESERVED_WORDS.isdisjoint(words):
-                return data + _HIDE
+                return data + ending(seq)
             quoted = data.replace(b"\\", b"\\\\").replace(b"'", b"\\'")
-            return b"eval $'" + quoted + b"'" + _HIDE
+            return b"eval $'" + quoted + b"'" + ending(seq)
         os.pwrite(self.fd, data, 0)
         if len(data) < self._length:
             os.ftruncate(self.fd, len(data))
         self._length = len(data)
-        return SOURCE_TRIGGER
+        return SOURCE_TRIGGER + ending(seq)
 
 
 def encode_text(text: str, what: str) -> bytes:

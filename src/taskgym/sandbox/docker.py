@@ -588,12 +588,12 @@ class DockerSession(_fs.WorkspaceFiles, Session):
         script = (
             "exec 3<&-\n"
             f"__tgm() {{ printf '\\n{tag}%d %d\\n' \"$1\" \"$2\"; printf '\\n{tag}%d\\n' \"$2\" >&2; }}\n"
-            "__ts() { __tgm \"$?\" \"$((++__tgn))\"; }\n"  # what a command's trigger ends with
+            "__ts() { __tgm \"$?\" \"$1\"; }\n"  # a trigger ends with __ts <sequence number>
             "readonly -f __tgm __ts\n"
             f"set +o history; unset HISTFILE; umask 022; cd {_quote(self.spec.workdir)}\n"
-            f"{exports}true; __ts\n"
+            f"{exports}true; __ts 1\n"
         )
-        self._seq = 0
+        self._seq = 1
         ready = self._send(encode_text(script, "the shell's environment"), 30.0)
         if ready.exit_code != 0 or ready.restarted:
             raise SandboxError(f"the container shell did not start: {ready.stderr}")
@@ -654,7 +654,8 @@ class DockerSession(_fs.WorkspaceFiles, Session):
         with self._lock:
             if self._shell_open is None:
                 raise SandboxError("the session is stopped")
-            return self._send(self._commands.trigger(command), limit, killable=True)
+            self._seq += 1
+            return self._send(self._commands.trigger(command, self._seq), limit, killable=True)
 
     def _send(self, script: bytes, timeout: float, killable: bool = False) -> ExecResult:
         """Write ``script`` and collect output up to the markers on stdout and stderr."""
@@ -667,7 +668,6 @@ class DockerSession(_fs.WorkspaceFiles, Session):
         out_done = err_done = bad_status = False
         give_up: float | None = None
         limit = self.spec.stream_limit_bytes
-        self._seq += 1
         alive = shell.send(script)
         while alive and not (out_done and err_done):
             now = time.monotonic()

@@ -449,19 +449,19 @@ class LocalSession(_fs.WorkspaceFiles, Session):
         os.set_blocking(self._bwrap_err, False)
         self._poll = select.poll()
         self._poll.register(self._status, select.POLLIN)
-        self._seq = 0
+        self._seq = 1  # the number the next status line must carry (the host's count)
         fd = STATUS_FD
         # the script is read from bash's own close-on-exec copy of the control pipe (255):
         # the inherited one is closed, so no command can read (or write) the protocol
         bootstrap = (
             f"exec {ctl_r}<&- {fd}>&1 1>>{CONTROL_DIR}/o/out 2>>{CONTROL_DIR}/e/err\n"
-            f"__ts() {{ printf '{self._tag.decode()}%d %d\\n' \"$?\" \"$((++__tgn))\" >&{fd}"
+            f"__ts() {{ printf '{self._tag.decode()}%d %s\\n' \"$?\" \"$1\" >&{fd}"
             " || exit 125; }\n"
             "readonly -f __ts; set +o history; unset HISTFILE; umask 022\n"
         )
         old_fd = self._root_fd
         try:
-            ready = self._send(bootstrap.encode() + b"__ts\n", 10.0)
+            ready = self._send(bootstrap.encode() + b"__ts 1\n", 10.0)
             if ready.exit_code != 0 or ready.restarted:
                 raise SandboxError(f"the sandbox shell did not start: {ready.stderr}")
             proc_root = f"/proc/{launched.init_pid}/root"
@@ -558,7 +558,8 @@ class LocalSession(_fs.WorkspaceFiles, Session):
             if self._err_off >= _REWIND_AT:
                 os.ftruncate(self._err_fd, 0)
                 self._err_off = 0
-            return self._send(self._commands.trigger(command), limit, killable=True)
+            self._seq += 1
+            return self._send(self._commands.trigger(command, self._seq), limit, killable=True)
 
     def _send(self, script: bytes, timeout: float, killable: bool = False) -> ExecResult:
         """Write ``script`` to the shell, wait for its status line, read its output files.
@@ -573,7 +574,6 @@ class LocalSession(_fs.WorkspaceFiles, Session):
         code: int | None = None
         timed_out = runaway = hung = dead = bad_status = False
         give_up: float | None = None
-        self._seq += 1
         try:
             _gil_held.write(self._ctl, script)
         except BrokenPipeError:
