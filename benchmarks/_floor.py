@@ -25,7 +25,7 @@ from pathlib import Path
 
 from taskgym.sandbox import SandboxSpec
 from taskgym.sandbox._seccomp import seccomp_program
-from taskgym.sandbox.local import LocalBackend
+from taskgym.sandbox.local import LocalBackend, etc_files
 
 __all__ = [
     "FloorShell",
@@ -64,15 +64,16 @@ class FloorShell:
         sec_r, sec_w = os.pipe()
         os.write(sec_w, _seccomp())
         os.close(sec_w)
-        argv = _backend().argv(spec, info_w, block_r, sec_r)
+        etc = etc_files()
+        argv = _backend().argv(spec, info_w, block_r, sec_r, etc)
         argv += ["--", "/bin/bash", "--norc", "--noprofile"]
         try:
             self.proc = subprocess.Popen(
                 argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                pass_fds=(info_w, block_r, sec_r), start_new_session=True,
+                pass_fds=(info_w, block_r, sec_r, *etc), start_new_session=True,
             )
         finally:
-            for fd in (info_w, block_r, sec_r):
+            for fd in (info_w, block_r, sec_r, *etc):
                 os.close(fd)
         os.write(block_w, b"1")  # nothing to set up between clone and exec: release at once
         os.close(block_w)
@@ -102,9 +103,10 @@ class FloorShell:
         if self._info is None:
             buf = b""
             deadline = time.monotonic() + 10
+            poll = select.poll()
+            poll.register(self._info_r, select.POLLIN)
             while time.monotonic() < deadline:
-                ready, _, _ = select.select([self._info_r], [], [], 0.5)
-                if ready:
+                if poll.poll(500):
                     chunk = os.read(self._info_r, 4096)
                     if not chunk:
                         break

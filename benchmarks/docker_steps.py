@@ -53,8 +53,10 @@ class PersistentExec:
     def step(self) -> None:
         os.write(self.fd_in, b"echo hi; echo SENTINEL\n")
         buf = b""
+        poll = select.poll()
+        poll.register(self.fd_out, select.POLLIN)
         while not buf.endswith(b"SENTINEL\n"):
-            select.select([self.fd_out], [], [], 10)
+            poll.poll(10_000)
             buf += os.read(self.fd_out, 65536)
 
     def close(self) -> None:

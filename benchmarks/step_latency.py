@@ -6,7 +6,7 @@ Layers timed in the same run, interleaved round by round so machine load hits th
 - ``env.unwrapped.step``: the env without the wrappers;
 - ``session.exec``: the sandbox session alone (``LocalSession.exec``);
 - ``raw protocol``: taskgym's shell protocol done by hand on the session's descriptors
-  (write the command file, send ``__tg``, read to the marker), no Python around it;
+  (write the command file, send the trigger, read to the status line), no Python around it;
 - ``floor``: a bare bash in an identical bwrap sandbox, ``echo hi; echo SENTINEL`` over pipes.
 
 Each layer also gets its CPU per step (this Python process, and the sandbox's processes),
@@ -49,7 +49,7 @@ import taskgym  # noqa: E402
 from taskgym.core.env import _describe  # noqa: E402
 from taskgym.core.tool import ActionError, parse_action  # noqa: E402
 from taskgym.sandbox import ExecResult  # noqa: E402
-from taskgym.sandbox._commands import SOURCE_TRIGGER  # noqa: E402
+from taskgym.sandbox._commands import SOURCE_TRIGGER, ending  # noqa: E402
 from taskgym.sandbox.local import _read_capped  # noqa: E402
 from taskgym.tools.shell import format_exec  # noqa: E402
 
@@ -69,10 +69,11 @@ def raw_tg(session: Any) -> Callable[[], None]:
     poll.register(status_fd, select.POLLIN)
 
     def step() -> None:
+        session._seq += 1  # the number the status line must carry, as exec would send it
         os.ftruncate(out_fd, 0)
         os.pwrite(cmd_fd, data, 0)
         os.ftruncate(cmd_fd, len(data))
-        os.write(ctl, SOURCE_TRIGGER)
+        os.write(ctl, SOURCE_TRIGGER + ending(session._seq))
         buf = b""
         while not (tag in buf and buf.endswith(b"\n")):
             poll.poll()

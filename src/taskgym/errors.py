@@ -8,7 +8,8 @@ TaskgymError
 ├── MissingDependencyError(ImportError) an optional extra or a system package is missing
 ├── SandboxError(RuntimeError)          the sandbox could not be started or used
 │   ├── SandboxUnavailableError         this backend cannot run on this machine
-│   └── SandboxTimeout(TimeoutError)    a sandbox operation ran past its deadline
+│   ├── SandboxTimeout(TimeoutError)    a sandbox operation ran past its deadline
+│   └── SandboxTextError(ConfigError)   text a sandbox cannot carry (a NUL, a lone surrogate)
 └── VerifierError(RuntimeError)         grading itself failed (not the agent's answer)
 ```
 
@@ -21,6 +22,7 @@ __all__ = [
     "ConfigError",
     "MissingDependencyError",
     "SandboxError",
+    "SandboxTextError",
     "SandboxTimeout",
     "SandboxUnavailableError",
     "TaskNotFoundError",
@@ -66,6 +68,11 @@ class SandboxUnavailableError(SandboxError):
 
 class SandboxTimeout(SandboxError, TimeoutError):
     """A sandbox operation did not finish before its deadline."""
+
+
+class SandboxTextError(SandboxError, ConfigError):
+    """A command, path or variable holds what no shell or file system takes: a NUL character,
+    or a lone surrogate (``"\\ud800"``; ``\\udc80``-``\\udcff`` stand for raw bytes and pass)."""
 
 
 class VerifierError(TaskgymError, RuntimeError):

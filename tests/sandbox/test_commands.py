@@ -25,24 +25,24 @@ def commands(tmp_path: Path) -> Iterator[CommandFile]:
 @pytest.mark.parametrize("command", ["echo hi", "ls -la /app", "python3 -m pytest -q tests/",
                                      "a=1", "x=1 y=2 env", "-x", "%1", ".", "make -j2 CC=gcc"])
 def test_plain_commands_ride_the_trigger_as_they_are(commands: CommandFile, command: str) -> None:
-    assert commands.trigger(command) == command.encode() + b";__ts\n"
+    assert commands.trigger(command, 7) == command.encode() + b" 251>&-;__ts 7\n"
 
 
 @pytest.mark.parametrize("command", ["echo 'hi'", "echo $HOME", "ls | wc -l", "if true",
                                      "echo done", "for x in a", "cat ~/x", "echo a#b", "ls *.py",
                                      "", "   ", "echo\thi"])
 def test_other_one_liners_are_quoted_for_eval(commands: CommandFile, command: str) -> None:
-    trigger = commands.trigger(command)
+    trigger = commands.trigger(command, 7)
     if command.isprintable():
-        assert trigger.startswith(b"eval $'") and trigger.endswith(b"';__ts\n")
+        assert trigger.startswith(b"eval $'") and trigger.endswith(b"' 251>&-;__ts 7\n")
     else:  # a tab is not printable: the command file
-        assert trigger == SOURCE_TRIGGER
+        assert trigger == SOURCE_TRIGGER + b" 251>&-;__ts 7\n"
 
 
 @pytest.mark.parametrize("command", ["echo " + "x" * 100, "echo héllo", "return 3", "a\nb"])
 def test_long_or_special_commands_go_through_the_file(tmp_path: Path, commands: CommandFile,
                                                        command: str) -> None:
-    assert commands.trigger(command) == SOURCE_TRIGGER
+    assert commands.trigger(command, 7) == SOURCE_TRIGGER + b" 251>&-;__ts 7\n"
     assert (tmp_path / "cmd").read_bytes() == command.encode()
 
 
@@ -57,7 +57,7 @@ def test_no_plain_trigger_is_a_syntax_error(tmp_path: Path, commands: CommandFil
             command = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 24)))
         else:
             command = " ".join(rng.choice(words) for _ in range(rng.randint(1, 4)))
-        trigger = commands.trigger(command)
+        trigger = commands.trigger(command, 7)
         if not trigger.startswith((b"eval ", b". ")):
             plain.append(trigger)
     assert len(plain) > 200

@@ -14,6 +14,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from taskgym.errors import ConfigError, SandboxError
+from taskgym.sandbox._commands import encode_text
 
 if TYPE_CHECKING:
     from taskgym.sandbox.base import SandboxSpec
@@ -25,8 +26,7 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 def relative_parts(path: str, workdir: str) -> list[str]:
     """Split ``path`` (absolute under ``workdir``, or relative to it) into safe components."""
-    if "\x00" in path:
-        raise ConfigError("path contains a NUL character")
+    encode_text(path, f"the path {path!r}")  # a NUL or a lone surrogate: SandboxTextError
     pure = PurePosixPath(path)
     if pure.is_absolute():
         try:

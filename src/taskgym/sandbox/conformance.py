@@ -11,7 +11,11 @@ one as its own test for every backend (and again as an unprivileged user)::
 from __future__ import annotations
 
 import os
+import pickle
 import re
+import secrets
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -369,6 +373,113 @@ def check_one_shot_run(backend: Backend) -> None:
         result, _ = backend.run(SandboxSpec(), ["/bin/sh", "-c", "sleep 100 & sleep 100"],
                                 timeout=1)
         _expect(result.timed_out and result.duration_sec < 10, f"one-shot timeout: {result}")
+
+
+_LEAK_PROBE = r"""
+import os, sys
+secrets = [bytes.fromhex(word)[::-1] for word in sys.argv[1:]]  # never whole in argv or memory
+skip = {"mem", "pagemap", "clear_refs", "kpageflags", "kpagecount"}
+found = []
+
+def look(path, data):
+    for secret in secrets:
+        if secret in data:
+            found.append(path)
+
+def listing(folder):
+    try:
+        return [f"{folder}/{name}" for name in os.listdir(folder)]
+    except OSError:
+        return []
+
+def read(path):
+    try:
+        look(path, os.fsencode(os.readlink(path)))
+        return  # a link (cwd, exe, root...): its target is what it shows
+    except OSError:
+        pass
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return
+    try:
+        look(path, os.read(fd, 1 << 20))
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+def scan(folder):
+    for path in listing(folder):
+        name = path.rsplit("/", 1)[1]
+        if name in skip:
+            continue
+        if name in ("fd", "map_files", "ns"):  # links only: opening them would read pipes
+            for link in listing(path):
+                try:
+                    look(link, os.fsencode(os.readlink(link)))
+                except OSError:
+                    pass
+        elif name == "task":
+            for task in listing(path):
+                scan(task)
+        elif name in ("fdinfo", "net", "attr"):
+            for item in listing(path):
+                read(item)
+        else:
+            read(path)
+
+for entry in os.listdir("/proc"):
+    if entry.isdigit():
+        scan(f"/proc/{entry}")
+    elif entry not in ("kcore", "kmsg", "kpagecount", "kpageflags", "kpagecgroup", "self",
+                       "thread-self", "sysrq-trigger"):
+        if os.path.isfile(f"/proc/{entry}"):
+            read(f"/proc/{entry}")
+look("the environment", b"\0".join(os.environb.get(k, b"") + k for k in os.environb))
+print("pids", len([e for e in os.listdir("/proc") if e.isdigit()]), "leaks", sorted(set(found)))
+"""
+
+_LEAK_CONTROLLER = r"""
+import pickle, sys
+backend = pickle.loads(sys.stdin.buffer.read())
+from taskgym.sandbox.base import SandboxSpec
+probe, words = sys.argv[1], sys.argv[3:]  # argv[2] is the planted argument
+with backend.start(SandboxSpec()) as session:
+    session.write_file("probe.py", probe.encode())
+    session.exec("sleep 300 & (sleep 301 | cat) & echo started")
+    print("session:", session.exec(f"python3 probe.py {' '.join(words)}").stdout.strip())
+result, _ = backend.run(SandboxSpec(), ["/usr/bin/python3", "-c", probe, *words], timeout=60)
+print("run:", result.stdout.strip(), result.stderr.strip()[-300:])
+close = getattr(backend, "close", None)
+if close is not None:
+    close()
+"""
+
+
+@_check
+def check_controller_secrets_do_not_reach_the_sandbox(backend: Backend) -> None:
+    """A controller with a secret environment variable, a secret argument and a secret in its
+    temporary folder's path starts a session and a one-shot run; nothing readable under /proc
+    (environ, cmdline, maps, mountinfo, links of every visible pid and thread) nor the
+    environment holds any of them."""
+    env_secret = "tg-env-" + secrets.token_hex(12)
+    arg_secret = "tg-arg-" + secrets.token_hex(12)
+    path_secret = "tg-path-" + secrets.token_hex(12)  # the controller's TMPDIR holds it
+    words = [secret.encode()[::-1].hex() for secret in (env_secret, arg_secret, path_secret)]
+    with tempfile.TemporaryDirectory(prefix=path_secret) as tmpdir:
+        proc = subprocess.run(
+            [sys.executable, "-c", _LEAK_CONTROLLER, _LEAK_PROBE, arg_secret, *words],
+            input=pickle.dumps(backend), capture_output=True, timeout=300,
+            env={**os.environ, "TASKGYM_PLANTED_SECRET": env_secret, "TMPDIR": tmpdir,
+                 "TASKGYM_PLANTED_PATH": f"/nonexistent/{arg_secret}"})
+    out = proc.stdout.decode(errors="replace")
+    _expect(proc.returncode == 0, f"the controller failed: {proc.stderr.decode(errors='replace')}")
+    reports = [line for line in out.splitlines() if line.startswith(("session:", "run:"))]
+    _expect(len(reports) == 2 and all(" pids " in f" {line} " for line in reports),
+            f"the probe did not report:\n{out}")
+    for line in reports:
+        _expect(line.split(" leaks ", 1)[1].startswith("[]"), f"secrets leaked: {line}")
 
 
 def _host_sleepers() -> set[int]:

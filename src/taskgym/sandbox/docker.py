@@ -48,7 +48,7 @@ from typing import Any
 
 from taskgym.errors import ConfigError, SandboxError, SandboxUnavailableError
 from taskgym.sandbox import _fs
-from taskgym.sandbox._commands import CONTROL_DIR, CONTROL_MB, CommandFile
+from taskgym.sandbox._commands import CONTROL_DIR, CONTROL_MB, CommandFile, encode_text, output_cap_note
 from taskgym.sandbox._reaper import owner_alive, session_name
 from taskgym.sandbox._seccomp import DENIED_SYSCALLS
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec, Session
@@ -59,7 +59,15 @@ from taskgym.sandbox.docker_images import (
     folder_image,
     image_exists,
 )
-from taskgym.sandbox.local import _sandbox_processes, _start_tick, _text, _ticks_at
+from taskgym.sandbox.local import (
+    BAD_STATUS_NOTE,
+    STATUS_MAX,
+    _BadStatus,
+    _sandbox_processes,
+    _start_tick,
+    _text,
+    _ticks_at,
+)
 
 __all__ = ["DockerBackend", "DockerSession"]
 
@@ -578,13 +586,19 @@ class DockerSession(_fs.WorkspaceFiles, Session):
         if self.spec.host_python and not self.spec.image:  # as locally: that python3 first
             env.setdefault("PATH", f"{Path(sys.executable).parent}:{_PATH}")
         exports = "".join(f"export {key}={_quote(value)}\n" for key, value in env.items())
+        # markers carry a sequence number, so a marker a command forged (or an earlier
+        # command's) is told from this command's; the control pipe's inherited descriptor is
+        # closed (bash reads its close-on-exec copy), so no command can read the protocol
         script = (
-            f"__tgm() {{ printf '\\n{tag}%d\\n' \"$1\"; printf '{tag}\\n' >&2; }}\n"
-            "__ts() { __tgm \"$?\"; }\n"  # what a command's trigger line ends with
+            "exec 3<&-\n"
+            f"__tgm() {{ printf '\\n{tag}%d %d\\n' \"$1\" \"$2\"; printf '\\n{tag}%d\\n' \"$2\" >&2; }}\n"
+            "__ts() { __tgm \"$?\" \"$1\"; }\n"  # a trigger ends with __ts <sequence number>
+            "readonly -f __tgm __ts\n"
             f"set +o history; unset HISTFILE; umask 022; cd {_quote(self.spec.workdir)}\n"
-            f"{exports}__tgm 0\n"
+            f"{exports}true; __ts 1\n"
         )
-        ready = self._send(script.encode(), 30.0)
+        self._seq = 1
+        ready = self._send(encode_text(script, "the shell's environment"), 30.0)
         if ready.exit_code != 0 or ready.restarted:
             raise SandboxError(f"the container shell did not start: {ready.stderr}")
         self._shell.find_pid()
@@ -644,7 +658,8 @@ class DockerSession(_fs.WorkspaceFiles, Session):
         with self._lock:
             if self._shell_open is None:
                 raise SandboxError("the session is stopped")
-            return self._send(self._commands.trigger(command), limit, killable=True)
+            self._seq += 1
+            return self._send(self._commands.trigger(command, self._seq), limit, killable=True)
 
     def _send(self, script: bytes, timeout: float, killable: bool = False) -> ExecResult:
         """Write ``script`` and collect output up to the markers on stdout and stderr."""
@@ -654,7 +669,7 @@ class DockerSession(_fs.WorkspaceFiles, Session):
         out, err = bytearray(), bytearray()
         code = -1
         timed_out = runaway = hung = False
-        out_done = err_done = False
+        out_done = err_done = bad_status = False
         give_up: float | None = None
         limit = self.spec.stream_limit_bytes
         alive = shell.send(script)
@@ -671,17 +686,21 @@ class DockerSession(_fs.WorkspaceFiles, Session):
                 continue
             out_len, err_len = len(out), len(err)
             alive = shell.read(out, err, wait_until - now)
-            if not out_done and len(out) > out_len:
-                found = self._find_marker(out, max(0, out_len - len(self._marker) - 24))
-                if found is not None:
-                    idx, code = found
-                    del out[idx:]
-                    out_done = True
-            if not err_done and len(err) > err_len:
-                idx = err.find(self._tag, max(0, err_len - len(self._tag)))
-                if idx >= 0:
-                    del err[idx:]
-                    err_done = True
+            try:
+                if not out_done and len(out) > out_len:
+                    found = self._find_marker(out, out_len, self._marker, with_status=True)
+                    if found is not None:
+                        idx, code = found
+                        del out[idx:]
+                        out_done = True
+                if not err_done and len(err) > err_len:
+                    found = self._find_marker(err, err_len, self._marker, with_status=False)
+                    if found is not None:
+                        del err[found[0]:]
+                        err_done = True
+            except _BadStatus:  # the agent's doing: a fresh shell, as for a hung one
+                bad_status = hung = True
+                break
             for buf in (out, err):
                 if len(buf) > limit:  # runaway output: keep the head and the recent tail
                     keep = limit // 2
@@ -695,19 +714,36 @@ class DockerSession(_fs.WorkspaceFiles, Session):
         if (dead or hung) and killable:
             self._restart()
         cap = self.spec.output_limit_bytes
+        note = output_cap_note(limit) if runaway else ""
+        if bad_status:
+            note += BAD_STATUS_NOTE
         return ExecResult(
-            stdout=_text(out, cap), stderr=_text(err, cap), exit_code=124 if timed_out else code,
+            stdout=_text(out, cap), stderr=_text(err, cap) + note,
+            exit_code=124 if timed_out else -1 if bad_status else code,
             duration_sec=time.monotonic() - started, timed_out=timed_out,
             truncated=runaway or len(out) > cap or len(err) > cap, restarted=dead or hung)
 
-    def _find_marker(self, buf: bytearray, start: int) -> tuple[int, int] | None:
-        idx = buf.find(self._marker, start)
+    def _find_marker(self, buf: bytearray, old_len: int, marker: bytes,
+                     with_status: bool) -> tuple[int, int] | None:
+        """Where this command's marker starts in ``buf`` and the status it carries, once its
+        line is whole: ``marker``, then (``with_status``) the exit status and a space, then
+        this command's sequence number. ``old_len``: how much of ``buf`` was searched before.
+        Raises :class:`_BadStatus` for a marker line of any other shape. (What follows the
+        marker is dropped: background jobs may print after it.)"""
+        idx = buf.find(marker, max(0, old_len - len(marker) - STATUS_MAX))
         if idx < 0:
             return None
-        end = buf.find(b"\n", idx + len(self._marker))
+        begin = idx + len(marker)
+        end = buf.find(b"\n", begin, begin + STATUS_MAX)
         if end < 0:
+            if len(buf) - begin >= STATUS_MAX:
+                raise _BadStatus(bytes(buf[idx:begin + STATUS_MAX]))
             return None
-        return idx, int(buf[idx + len(self._marker) : end] or b"-1")
+        line = bytes(buf[begin:end])
+        code, space, seq = line.partition(b" ") if with_status else (b"0", b" ", line)
+        if seq != b"%d" % self._seq or not space or not code.isdigit() or len(code) > 3:
+            raise _BadStatus(line)
+        return idx, int(code)
 
     def _kill_started(self, since: float) -> None:
         """SIGKILL every process of the container started at or after ``since``."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import functools
 import json
 import os
@@ -21,6 +22,7 @@ import secrets
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import sysconfig
@@ -36,7 +38,14 @@ from taskgym.core.paths import envs_dir
 from taskgym.errors import ConfigError, SandboxError, SandboxUnavailableError
 from taskgym.sandbox import _fs, _gil_held
 from taskgym.sandbox._cgroups import CgroupLimits, rlimit_fallback
-from taskgym.sandbox._commands import CONTROL_DIR, CONTROL_MB, CommandFile
+from taskgym.sandbox._commands import (
+    CONTROL_DIR,
+    CONTROL_MB,
+    STATUS_FD,
+    CommandFile,
+    encode_text,
+    output_cap_note,
+)
 from taskgym.sandbox._reaper import proc_stat, reap_once, runtime_root, session_name
 from taskgym.sandbox._seccomp import seccomp_program
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec, Session
@@ -44,8 +53,12 @@ from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec
 __all__ = ["LocalBackend", "LocalSession"]
 
 SANDBOX_UID = 1000
-_STATUS_FD = 251
-"""The shell's fd for status lines: out of the way of what commands redirect."""
+STATUS_MAX = 64
+"""A status line is shorter than this; anything longer on the channel is not one."""
+BAD_STATUS_NOTE = (
+    "\n[the shell's status channel carried something other than its status line (the command "
+    "wrote on it, or changed the shell's status report): the shell was restarted; the "
+    "workspace is kept, the working folder, variables and background jobs are not]\n")
 _RUNAWAY_CHECK_SEC = 0.25
 """How often a running command's output files are checked against the stream limit."""
 _REWIND_AT = 1 << 16
@@ -117,7 +130,12 @@ class LocalBackend(Backend):
             raise SandboxUnavailableError(problem)
         self._bwrap = shutil.which("bwrap") or "bwrap"
         reap_once()
-        self._etc = self._write_etc()
+
+    def __deepcopy__(self, memo: dict[int, object]) -> LocalBackend:
+        return self  # stateless past its check: shared (gymnasium copies make() arguments)
+
+    def __reduce__(self) -> tuple[type[LocalBackend], tuple[()]]:
+        return LocalBackend, ()  # another process checks and sets up its own
 
     @classmethod
     def check(cls) -> str | None:
@@ -138,19 +156,10 @@ class LocalBackend(Backend):
             )
         return None
 
-    def _write_etc(self) -> Path:
-        etc = runtime_root() / "etc"
-        etc.mkdir(parents=True, exist_ok=True)
-        for name, text in (("passwd", _PASSWD), ("group", _GROUP)):
-            path = etc / name
-            if not path.exists() or path.read_text() != text:
-                tmp = etc / f".{name}.{os.getpid()}"
-                tmp.write_text(text)
-                os.replace(tmp, path)
-        return etc
-
-    def argv(self, spec: SandboxSpec, info_fd: int, block_fd: int, seccomp_fd: int) -> list[str]:
-        """The bwrap command line for ``spec`` (no command yet)."""
+    def argv(self, spec: SandboxSpec, info_fd: int, block_fd: int, seccomp_fd: int,
+             etc_fds: tuple[int, int]) -> list[str]:
+        """The bwrap command line for ``spec`` (no command yet); ``etc_fds`` hold the sandbox's
+        ``/etc/passwd`` and ``/etc/group`` (:func:`etc_files`)."""
         if not spec.workdir.startswith("/") or spec.workdir in ("/", "/usr", "/tmp", "/proc"):
             raise ConfigError(f"workdir must be a fresh absolute path, not {spec.workdir!r}")
         args = [self._bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--hostname", "sandbox",
@@ -173,8 +182,9 @@ class LocalBackend(Backend):
                 args += ["--ro-bind", str(host), f"/{top}"]
         for name in _ETC_FILES:
             args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-        args += ["--ro-bind", str(self._etc / "passwd"), "/etc/passwd",
-                 "--ro-bind", str(self._etc / "group"), "/etc/group",
+        # copied into the sandbox's root, not bound: a bind's host path shows in mountinfo
+        args += ["--perms", "0644", "--file", str(etc_fds[0]), "/etc/passwd",
+                 "--perms", "0644", "--file", str(etc_fds[1]), "/etc/group",
                  "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys",
                  "--dev", "/dev", "--size", str(64 << 20), "--tmpfs", "/dev/shm",
                  "--remount-ro", "/dev",
@@ -197,27 +207,49 @@ class LocalBackend(Backend):
         return args
 
     def launch(
-        self, spec: SandboxSpec, command: list[str], pass_fds: Sequence[int] = ()
+        self, spec: SandboxSpec, command: list[str], pass_fds: Sequence[int] = (),
+        stdout: int | None = None,
     ) -> _Launched:
-        """Start bwrap around ``command`` with limits in place before it runs."""
-        info_r, info_w = os.pipe()
-        block_r, block_w = os.pipe()
-        seccomp_r, seccomp_w = os.pipe()
-        program = seccomp_program()
-        os.write(seccomp_w, program)
-        os.close(seccomp_w)
-        argv = self.argv(spec, info_w, block_r, seccomp_r) + ["--"] + command
+        """Start bwrap around ``command`` with limits in place before it runs; its stdout is
+        ``stdout`` when given, else a pipe."""
+        opened: list[int] = []
+        try:
+            for _ in range(3):
+                opened += os.pipe()
+            info_r, info_w, block_r, block_w, seccomp_r, seccomp_w = opened
+            os.write(seccomp_w, seccomp_program())
+            os.close(seccomp_w)
+            opened.remove(seccomp_w)
+            for arg in command:
+                encode_text(arg, "the command")
+            etc = etc_files()
+            opened += etc
+            bwrap, *options = self.argv(spec, info_w, block_r, seccomp_r, etc)
+            args_fd = _memfd(b"".join(encode_text(option, "a sandbox option") + b"\0"
+                                      for option in options))
+        except BaseException as exc:
+            for fd in opened:
+                os.close(fd)
+            if isinstance(exc, OSError):
+                raise _resource_error("could not set up a sandbox", exc) from exc
+            raise
         name = session_name()
         try:
+            # bwrap's own process is the sandbox's pid 1, whose environment and command line
+            # the sandbox can read: it gets no environment, and its options (host paths)
+            # through a descriptor it reads and closes
             proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                pass_fds=(info_w, block_r, seccomp_r, *pass_fds), start_new_session=True,
+                ["bwrap", "--args", str(args_fd), "--", *command], executable=bwrap, env={},
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE if stdout is None else stdout,
+                stderr=subprocess.PIPE,
+                pass_fds=(info_w, block_r, seccomp_r, args_fd, *etc, *pass_fds),
+                start_new_session=True,
             )
         except OSError as exc:
-            for fd in (info_r, info_w, block_r, block_w, seccomp_r):
+            for fd in (info_r, info_w, block_r, block_w, seccomp_r, args_fd, *etc):
                 os.close(fd)
-            raise SandboxError(f"could not start bwrap: {exc}") from exc
-        for fd in (info_w, block_r, seccomp_r):
+            raise _resource_error("could not start bwrap", exc) from exc
+        for fd in (info_w, block_r, seccomp_r, args_fd, *etc):
             os.close(fd)
         try:
             info = _read_info(info_r, proc)
@@ -270,8 +302,10 @@ class LocalBackend(Backend):
         usage = launched.reap(grace=2.0)
         launched.close()
         code = proc.returncode if proc.returncode is not None else -1
+        note = output_cap_note(spec.stream_limit_bytes) if runaway else ""
         result = ExecResult(
-            stdout=_text(out, spec.output_limit_bytes), stderr=_text(err, spec.output_limit_bytes),
+            stdout=_text(out, spec.output_limit_bytes),
+            stderr=_text(err, spec.output_limit_bytes) + note,
             exit_code=code, duration_sec=time.monotonic() - started, timed_out=timed_out,
             truncated=runaway or len(out) > spec.output_limit_bytes
             or len(err) > spec.output_limit_bytes,
@@ -354,9 +388,12 @@ class LocalSession(_fs.WorkspaceFiles, Session):
     The shell's stdout and stderr are files on two tmpfs mounts sized at the stream limit;
     after a command the host reads them from where it left off (emptying them before a
     command now and then), so output is never lost to a full pipe. The shell's
-    original stdout, a pipe, carries only the line ``<tag><status>`` that ends each
-    command, so a step is one write and, most often, one wake-up to read one line.
-    Commands read /dev/null as stdin, so nothing they do can consume the protocol.
+    original stdout, a socket, carries only the line ``<tag><status> <sequence number>``
+    that ends each command, so a step is one write and, most often, one wake-up to read
+    one line. Each command runs without it (``251>&-``) and a socket cannot be reopened
+    through ``/proc``; anything but the expected line restarts the shell. Commands read
+    /dev/null as stdin and the control pipe is open only as bash's close-on-exec script
+    descriptor, so nothing they start can consume the protocol.
     """
 
     def __init__(self, backend: LocalBackend, spec: SandboxSpec, seed: Path | None) -> None:
@@ -373,40 +410,59 @@ class LocalSession(_fs.WorkspaceFiles, Session):
         self._out_off = 0
         self._err_off = 0
         self._ctl = -1
+        self._status_sock: socket.socket | None = None
+        self._seq = 0
         self._proc: _Launched | None = None
         self._boot(seed_dir=seed, seed_fd=None)
         _LIVE.add(self)
 
     # -- life cycle -------------------------------------------------------------------
     def _boot(self, seed_dir: Path | None, seed_fd: int | None) -> None:
-        ctl_r, ctl_w = os.pipe()
+        try:
+            ctl_r, ctl_w = os.pipe()
+            status, shell_status = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        except OSError as exc:
+            if "ctl_w" in locals():
+                os.close(ctl_r)
+                os.close(ctl_w)
+            raise _resource_error("could not start the sandbox shell", exc) from exc
         try:
             launched = self._backend.launch(
-                self.spec, ["/bin/bash", "--norc", "--noprofile", f"/dev/fd/{ctl_r}"], [ctl_r])
+                self.spec, ["/bin/bash", "--norc", "--noprofile", f"/dev/fd/{ctl_r}"], [ctl_r],
+                stdout=shell_status.fileno())
+        except BaseException:
+            os.close(ctl_w)
+            status.close()
+            raise
         finally:
             os.close(ctl_r)
+            shell_status.close()
         self._proc = launched
         self.limits_enforced_by = "cgroup" if launched.cgroup is not None else "rlimit"
         self.cpu_limited = launched.cgroup is not None and launched.cgroup.cpu_limited
         self._ctl = ctl_w
         os.set_blocking(ctl_w, False)  # written holding the GIL: full must fail, not wait
         proc = launched.proc
-        assert proc.stdout and proc.stderr
-        self._status, self._bwrap_err = proc.stdout.fileno(), proc.stderr.fileno()
-        os.set_blocking(self._status, False)
+        assert proc.stderr
+        self._status_sock = status
+        self._status, self._bwrap_err = status.fileno(), proc.stderr.fileno()
+        status.setblocking(False)
         os.set_blocking(self._bwrap_err, False)
         self._poll = select.poll()
         self._poll.register(self._status, select.POLLIN)
-        tag = self._tag.decode()
-        fd = _STATUS_FD
+        self._seq = 1  # the number the next status line must carry (the host's count)
+        fd = STATUS_FD
+        # the script is read from bash's own close-on-exec copy of the control pipe (255):
+        # the inherited one is closed, so no command can read (or write) the protocol
         bootstrap = (
-            f"exec {fd}>&1 1>>{CONTROL_DIR}/o/out 2>>{CONTROL_DIR}/e/err\n"
-            f"__ts() {{ printf '{tag}%d\\n' \"$?\" >&{fd}; }}\n"
-            "set +o history; unset HISTFILE; umask 022\n"
+            f"exec {ctl_r}<&- {fd}>&1 1>>{CONTROL_DIR}/o/out 2>>{CONTROL_DIR}/e/err\n"
+            f"__ts() {{ printf '{self._tag.decode()}%d %s\\n' \"$?\" \"$1\" >&{fd}"
+            " || exit 125; }\n"
+            "readonly -f __ts; set +o history; unset HISTFILE; umask 022\n"
         )
         old_fd = self._root_fd
         try:
-            ready = self._send(bootstrap.encode() + f"printf '{tag}0\\n' >&{fd}\n".encode(), 10.0)
+            ready = self._send(bootstrap.encode() + b"__ts 1\n", 10.0)
             if ready.exit_code != 0 or ready.restarted:
                 raise SandboxError(f"the sandbox shell did not start: {ready.stderr}")
             proc_root = f"/proc/{launched.init_pid}/root"
@@ -431,7 +487,7 @@ class LocalSession(_fs.WorkspaceFiles, Session):
         except BaseException as exc:
             self.close()
             if isinstance(exc, OSError):
-                raise SandboxError(f"could not prepare the sandbox: {exc}") from exc
+                raise _resource_error("could not prepare the sandbox", exc) from exc
             raise
         finally:
             if old_fd >= 0:
@@ -455,6 +511,9 @@ class LocalSession(_fs.WorkspaceFiles, Session):
             self._proc.close()
             self._proc = None
         self._close_fds("_ctl", "_cmd_fd", "_out_fd", "_err_fd")  # the stopped shell's
+        if self._status_sock is not None:
+            self._status_sock.close()
+            self._status_sock = None
 
     def _close_fds(self, *attrs: str) -> None:
         for attr in attrs:
@@ -500,7 +559,8 @@ class LocalSession(_fs.WorkspaceFiles, Session):
             if self._err_off >= _REWIND_AT:
                 os.ftruncate(self._err_fd, 0)
                 self._err_off = 0
-            return self._send(self._commands.trigger(command), limit, killable=True)
+            self._seq += 1
+            return self._send(self._commands.trigger(command, self._seq), limit, killable=True)
 
     def _send(self, script: bytes, timeout: float, killable: bool = False) -> ExecResult:
         """Write ``script`` to the shell, wait for its status line, read its output files.
@@ -513,7 +573,7 @@ class LocalSession(_fs.WorkspaceFiles, Session):
         since = started if killable else None
         status = b""
         code: int | None = None
-        timed_out = runaway = hung = dead = False
+        timed_out = runaway = hung = dead = bad_status = False
         give_up: float | None = None
         try:
             _gil_held.write(self._ctl, script)
@@ -544,7 +604,10 @@ class LocalSession(_fs.WorkspaceFiles, Session):
                 dead = True
                 break
             status += chunk
-            code = self._find_status(status)
+            try:
+                code = self._find_status(status)
+            except _BadStatus:
+                bad_status = hung = True  # the agent's doing: a fresh shell, as for a hung one
         restarted = dead or hung
         bwrap_err = b""
         if dead and self._proc is not None:
@@ -555,24 +618,43 @@ class LocalSession(_fs.WorkspaceFiles, Session):
         cap = self.spec.output_limit_bytes
         out, self._out_off, out_cut = _read_capped(self._out_fd, self._out_off, cap)
         err, self._err_off, err_cut = _read_capped(self._err_fd, self._err_off, cap)
+        if (not runaway and since is not None
+                and (out_cut or err_cut or self.spec.stream_limit_bytes <= _REWIND_AT + cap)
+                and self._output_full()):
+            runaway = True  # the writer met the full file and gave up before the next check
+        if runaway:
+            err += output_cap_note(self.spec.stream_limit_bytes)
+        if bad_status:
+            err += BAD_STATUS_NOTE
         if restarted and since is not None:
             self._restart()
         return ExecResult(
             stdout=out, stderr=err + bwrap_err.decode("utf-8", errors="replace"),
-            exit_code=124 if timed_out else -1 if code is None else code,
+            exit_code=124 if timed_out else -1 if code is None or bad_status else code,
             duration_sec=time.monotonic() - started, timed_out=timed_out,
             truncated=runaway or out_cut or err_cut, restarted=restarted,
         )
 
     def _find_status(self, buf: bytes) -> int | None:
-        """The exit status on the first complete status line of ``buf``, if any."""
-        idx = buf.find(self._tag)
-        if idx < 0:
-            return None
-        end = buf.find(b"\n", idx)
+        """The exit status in ``buf`` once it holds the whole status line of this command
+        (``<tag><status> <sequence number>``); ``None`` while it is a beginning of one.
+
+        Raises :class:`_BadStatus` for anything else: bytes a command wrote on the channel
+        (through bash's saved copy, which its builtins can reach), an earlier command's
+        line, or more than one line.
+        """
+        end = buf.find(b"\n")
         if end < 0:
+            if len(buf) > STATUS_MAX or not self._tag.startswith(buf[: len(self._tag)]):
+                raise _BadStatus(buf)
             return None
-        return int(buf[idx + len(self._tag) : end] or b"-1")
+        line = buf[:end]
+        suffix = b" %d" % self._seq
+        code = line[len(self._tag) : len(line) - len(suffix)]
+        if (end + 1 != len(buf) or not line.startswith(self._tag) or not line.endswith(suffix)
+                or not code.isdigit() or len(code) > 3):
+            raise _BadStatus(buf)
+        return int(code)
 
     def _output_full(self) -> bool:
         """Whether the command filled its stdout or stderr file (runaway output)."""
@@ -592,6 +674,10 @@ class LocalSession(_fs.WorkspaceFiles, Session):
                     os.kill(pid, signal.SIGKILL)
 
 
+class _BadStatus(Exception):
+    """What came on the status channel is not the status line expected."""
+
+
 _LIVE: weakref.WeakSet[LocalSession] = weakref.WeakSet()
 
 
@@ -604,12 +690,53 @@ def _close_all() -> None:
 
 
 # -- helpers ----------------------------------------------------------------------------
+def _resource_error(what: str, exc: OSError) -> SandboxError:
+    """A :class:`SandboxError` for an ``OSError``, saying which limit was hit and what to do."""
+    if exc.errno == errno.EMFILE:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        return SandboxError(
+            f"{what}: this process has no file descriptor left (RLIMIT_NOFILE {soft}, hard limit "
+            f"{hard}; each session holds about 10). Close sessions you no longer use, or raise "
+            "the limit (`ulimit -n`, or resource.setrlimit(RLIMIT_NOFILE, ...)).")
+    if exc.errno == errno.ENFILE:
+        return SandboxError(f"{what}: the system's file table is full (fs.file-max): {exc}")
+    if exc.errno in (errno.EAGAIN, errno.ENOMEM):
+        return SandboxError(f"{what}: out of processes or memory (RLIMIT_NPROC, pids limit or "
+                            f"memory): {exc}")
+    return SandboxError(f"{what}: {exc}")
+
+
+def etc_files() -> tuple[int, int]:
+    """Descriptors holding the sandbox's ``/etc/passwd`` and ``/etc/group`` (for ``argv``)."""
+    passwd = _memfd(_PASSWD.encode())
+    try:
+        return passwd, _memfd(_GROUP.encode())
+    except BaseException:
+        os.close(passwd)
+        raise
+
+
+def _memfd(data: bytes) -> int:
+    """A close-on-exec descriptor holding ``data``, from its start (what bwrap reads)."""
+    fd = os.memfd_create("taskgym-bwrap", os.MFD_CLOEXEC)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def _read_info(fd: int, proc: subprocess.Popen[bytes]) -> dict[str, object]:
     buf = b""
     deadline = time.monotonic() + 30
+    poll = select.poll()  # never select(): descriptors past 1023 are ordinary here
+    poll.register(fd, select.POLLIN)
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.5)
-        if ready:
+        if poll.poll(500):
             chunk = os.read(fd, 4096)
             if not chunk:
                 break
