@@ -179,7 +179,7 @@ def test_what_a_command_starts_cannot_reach_the_status_channel(backend: Backend)
     """The shell's descriptors other than stdin/stdout/stderr are not inherited, and none
     can be reopened through /proc by a child (a socket cannot; docker: see the docs)."""
     with backend.start(SandboxSpec()) as session:
-        result = session.exec("ls /proc/self/fd; sleep 0.2 & ls /proc/$!/fd; wait")
+        result = session.exec("ls /proc/self/fd; sleep 5 & sleep 0.1; ls /proc/$!/fd; kill $!; wait")
         assert sorted(set(result.stdout.split())) == ["0", "1", "2", "3"], result  # 3: ls's dir
         if backend.name == "local":
             session.write_file("child.py", _CHILD)
