@@ -129,7 +129,7 @@ def test_a_second_process_reads_the_parsed_text_from_the_disk_cache(
         raise AssertionError("parsed again")
 
     monkeypatch.setattr(documents.PdfDocument, "_extract", no_parsing)
-    monkeypatch.setattr(documents.PdfDocument, "_layout", no_parsing)
+    monkeypatch.setattr(documents.PdfDocument, "_lines", no_parsing)
     second = open_document(copies[1])
     assert second is not first and second.texts == first.texts
     assert second.layout_text(2) == first.layout_text(2)

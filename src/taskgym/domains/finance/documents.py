@@ -16,13 +16,13 @@ import json
 import os
 import re
 import tempfile
-import textwrap
 import threading
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 from taskgym.core.task import cache_dir
+from taskgym.domains.finance.layout import Line, layout_text, page_lines, run_tables, whole_table
 from taskgym.errors import ConfigError, MissingDependencyError
 
 __all__ = ["PdfDocument", "close_documents", "open_document"]
@@ -31,8 +31,7 @@ _LOCK = threading.RLock()  # pdfium and pdfplumber are not thread-safe
 _OPEN: OrderedDict[str, PdfDocument] = OrderedDict()
 _DIGESTS: dict[tuple[str, int, int], str] = {}
 _KEEP_OPEN = 64
-_CACHE_VERSION = "1"
-_CHAR_WIDTH = 4.6  # points per character column of layout text
+_CACHE_VERSION = "2"
 IMAGE_SCALE = 1.4
 _closes_at_exit = False
 
@@ -154,39 +153,15 @@ class PdfDocument:
     def layout_text(self, page: int) -> str:
         """The page's text with lines and columns placed where they are printed."""
         self.check_page(page)
-        return self._cached(f"layout/{page}.txt", lambda: self._layout(page).encode()).decode()
+        return self._cached(f"layout/{page}.txt",
+                            lambda: layout_text(self._lines(page)[0]).encode()).decode()
 
-    def _runs(self, page_number: int) -> tuple[list[list[tuple[float, float, str]]], float]:
-        """The page's text runs, (left, right, text), grouped into lines top to bottom."""
+    def _lines(self, page_number: int) -> tuple[list[Line], float]:
         page = self._open()[page_number - 1]
-        textpage = page.get_textpage()
-        width, height = page.get_size()
-        runs = []
-        for i in range(textpage.count_rects()):
-            left, bottom, right, top = textpage.get_rect(i)
-            text = textpage.get_text_bounded(left, bottom, right, top).strip()
-            if text:
-                runs.append((height - top, left, right, text))
-        textpage.close()
-        page.close()
-        lines: list[list[tuple[float, float, str]]] = []
-        last_y = None
-        for y, left, right, text in sorted(runs):
-            if last_y is None or y - last_y > 3.0:
-                lines.append([])
-                last_y = y
-            lines[-1].append((left, right, text))
-        return [sorted(line) for line in lines], width
-
-    def _layout(self, page_number: int) -> str:
-        out = []
-        for line in self._runs(page_number)[0]:
-            row = ""
-            for left, _, text in line:
-                column = int(left / _CHAR_WIDTH)
-                row += " " * max(1 if row else 0, column - len(row)) + text
-            out.append(row.rstrip())
-        return textwrap.dedent("\n".join(out)) + "\n"
+        try:
+            return page_lines(page, _pdfium().raw)
+        finally:
+            page.close()
 
     def search(self, query: str, limit: int = 10) -> list[tuple[int, list[str]]]:
         """Pages matching ``query`` (the phrase, else every word of it) with snippets."""
@@ -232,8 +207,8 @@ class PdfDocument:
             self._plumber = pdfplumber.open(self.path)
         tables = [[[" ".join((cell or "").split()) for cell in row] for row in table]
                   for table in self._plumber.pages[page - 1].extract_tables()]
-        if not tables or not all(_whole(table) for table in tables):
-            tables = _run_tables(*self._runs(page))
+        if not tables or not all(whole_table(table) for table in tables):
+            tables = run_tables(*self._lines(page))
         return json.dumps(tables).encode()
 
     def image(self, page: int) -> bytes:
@@ -257,56 +232,3 @@ class PdfDocument:
             if self._pdf is not None:
                 self._pdf.close()
                 self._pdf = None
-
-
-_NUMBER = re.compile(r"\$?\s?\(?-?\$?[\d,]*\.?\d+\)?%?\*?")
-
-
-def _whole(table: list[list[str]]) -> bool:
-    """A table whose numeric cells are each one whole number and that has two columns."""
-    numbers = [cell for row in table for cell in row[1:] if cell]
-    return (max((len(row) for row in table), default=0) >= 2 and bool(numbers)
-            and all(_NUMBER.fullmatch(cell) and not cell.endswith(",") for cell in numbers
-                    if any(ch.isdigit() for ch in cell))
-            and not any(re.search(r"\d\s+\(?\d", cell) for row in table for cell in row))
-
-
-def _run_tables(lines: list[list[tuple[float, float, str]]], width: float) -> list[list[list[str]]]:
-    """Tables from text runs: consecutive lines of two or more runs, split per text column."""
-    middle = width / 2
-    lefts = [[r for r in line if r[1] <= middle] for line in lines]
-    rights = [[r for r in line if r[0] >= middle] for line in lines]
-    crossing = any(left < middle - 4 and right > middle + 4
-                   for line in lines for left, right, _ in line)
-    # two text columns: a table inside the left one, or words (not right-aligned figures)
-    # starting many right-half lines at one x, the left edge of a second column
-    tabular_left = sum(len(runs) >= 2 for runs in lefts)
-    starts = Counter(round(runs[0][0]) for runs in rights
-                     if runs and not _NUMBER.fullmatch(runs[0][2]))
-    second_column = max(starts.values(), default=0) >= 4
-    parts = [lines] if crossing or (tabular_left < 2 and not second_column) else [lefts, rights]
-    tables: list[list[list[str]]] = []
-    for part in parts:
-        rows: list[list[str]] = []
-        pending = ""  # a label wrapped onto its own line above its figures
-        for line in part:
-            cells = [text for _, _, text in line]
-            if len(cells) >= 2:
-                if pending and not _NUMBER.fullmatch(cells[0]):
-                    cells[0] = f"{pending} {cells[0]}"
-                rows.append(cells)
-                pending = ""
-            elif len(cells) == 1 and rows and not _NUMBER.fullmatch(cells[0]):
-                pending = f"{pending} {cells[0]}".strip()
-            elif cells or not rows:
-                if len(rows) >= 2:
-                    tables.append(rows)
-                rows, pending = [], ""
-        if len(rows) >= 2:
-            tables.append(rows)
-    for table in tables:  # header rows lack the label cell: pad them on the left
-        widest = max(len(row) for row in table)
-        for i, row in enumerate(table):
-            if len(row) < widest and (_NUMBER.fullmatch(row[0]) or row[0][:3] == "Dec"):
-                table[i] = [""] * (widest - len(row)) + row
-    return tables

@@ -1,0 +1,71 @@
+"""The document tools on real SEC filings (envs/finance-pdf-v0/filings): pages printed by
+browsers and HTML converters, whose PDFs place every glyph on its own, read like the page."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from taskgym.core.paths import envs_dir
+from taskgym.domains.finance.documents import open_document
+
+FILINGS = envs_dir() / "finance-pdf-v0" / "filings"
+NUMBER = re.compile(r"\d(?:[\d,.]*\d)?")
+SPELLED_OUT = re.compile(r"(?:\b\w ){4,}")  # "P u r c h a s e s"
+
+# (filing, page, producer): statement pages of each glyph-by-glyph producer shipped here
+PAGES = [
+    ("3M_2020_10K", 61, "Qt 4.8.7 (wkhtmltopdf)"),
+    ("MICROSOFT_2019_10K", 54, "Skia/PDF"),
+    ("COSTCO_2023Q1_EARNINGS", 3, "EO.Pdf"),
+    ("COSTCO_2023Q3_EARNINGS", 4, "EO.Pdf"),
+    ("ADOBE_2019_10K", 61, "Wdesk"),
+    ("LOCKHEEDMARTIN_2022Q2_10Q", 4, "KS - PDF Engine"),
+]
+
+
+def _filing(stem: str) -> Path:
+    return FILINGS / f"{stem}.pdf"
+
+
+@pytest.mark.parametrize(("stem", "page", "producer"), PAGES)
+def test_read_page_holds_every_number_of_the_page_whole(stem: str, page: int,
+                                                        producer: str) -> None:
+    doc = open_document(_filing(stem))
+    assert producer.split()[0] in doc.metadata.get("Producer", "")
+    layout = doc.layout_text(page)
+    wanted = Counter(NUMBER.findall(doc.texts[page - 1]))  # pdfium's plain text, in order
+    found = Counter(NUMBER.findall(layout))
+    assert sum(wanted.values()) >= 20
+    assert wanted - found == Counter()
+    assert not SPELLED_OUT.search(layout), SPELLED_OUT.search(layout)
+
+
+def test_a_statement_row_reads_as_printed_on_a_wkhtmltopdf_page() -> None:
+    layout = open_document(_filing("3M_2020_10K")).layout_text(61)
+    row = next(line for line in layout.splitlines() if "Purchases of property" in line)
+    assert row.split()[-3:] == ["(1,501)", "(1,699)", "(1,577)"]
+    assert "Purchases of property, plant and equipment (PP&E)" in row
+
+
+@pytest.mark.parametrize(("stem", "page", "label", "figures"), [
+    ("3M_2020_10K", 61, "Purchases of property, plant and equipment (PP&E)",
+     ["(1,501)", "(1,699)", "(1,577)"]),
+    ("MICROSOFT_2019_10K", 54, "Net income", ["$ 39,240", "$ 16,571", "$ 25,489"]),
+    ("MICROSOFT_2019_10K", 54, "Additions to property and equipment",
+     ["(13,925)", "(11,632)", "(8,129)"]),
+    ("COSTCO_2023Q1_EARNINGS", 3, "Selling, general and administrative", ["4,917", "4,718"]),
+])
+def test_extract_tables_cells_hold_whole_numbers(stem: str, page: int, label: str,
+                                                 figures: list[str]) -> None:
+    tables = open_document(_filing(stem)).tables(page)
+    rows = [row for table in tables for row in table if row and row[0].endswith(label)]
+    assert rows, f"no row {label!r} in {tables}"
+    assert rows[0][1:] == figures
+    for table in tables:
+        for row in table:
+            for cell in row[1:]:
+                assert not re.search(r"\d\s+\(?\d|^,|\d,$", cell), (cell, row)
