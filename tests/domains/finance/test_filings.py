@@ -84,7 +84,7 @@ def test_a_long_filing_runs_past_100_pages_and_is_searchable(tmp_path: Path) -> 
     (tmp_path / name).write_bytes(rendered.data)
     document = open_document(tmp_path / name)
     assert document.page_count == rendered.page_count
-    pages = [page for page, _ in document.search("Scheduled debt maturities")]
+    pages = [hit.page for hit in document.search("Scheduled debt maturities")]
     assert rendered.pages["debt"] in pages
     text = document.layout_text(rendered.pages["income"])
     assert "Consolidated Statements of Income" in text

@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 
 from taskgym.core.paths import envs_dir
+from taskgym.core.tool import Tool
 from taskgym.domains.finance.documents import open_document
+from taskgym.domains.finance.tools import SearchArgs, finance_tools
+from taskgym.sandbox import Session
 
 FILINGS = envs_dir() / "finance-pdf-v0" / "filings"
 NUMBER = re.compile(r"\d(?:[\d,.]*\d)?")
@@ -69,3 +72,48 @@ def test_extract_tables_cells_hold_whole_numbers(stem: str, page: int, label: st
         for row in table:
             for cell in row[1:]:
                 assert not re.search(r"\d\s+\(?\d|^,|\d,$", cell), (cell, row)
+
+
+def _search_tool(*stems: str) -> Tool:
+    paths = [_filing(stem) for stem in stems]
+    tools = finance_tools(lambda: paths, _no_session, lambda: 10.0, lambda _: None)
+    return next(tool for tool in tools if tool.name == "search")
+
+
+def _no_session() -> Session:
+    raise AssertionError("search needs no sandbox")
+
+
+def _pages(text: str) -> list[int]:
+    return [int(n) for n in re.findall(r"\.pdf page (\d+) \(score", text)]
+
+
+def test_search_ranks_every_matching_page_says_how_many_and_pages_on() -> None:
+    doc = open_document(_filing("ADOBE_2019_10K"))
+    hits = doc.search("net income")
+    assert len(hits) > 10
+    in_page_order = sorted(h.page for h in hits)
+    ranked = [h.page for h in hits]
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    late = set(ranked[:10]) - set(in_page_order[:10])
+    assert late, "ranking should bring a page from past the first ten in page order"
+    search = _search_tool("ADOBE_2019_10K")
+    first = search.run(SearchArgs(query="net income")).text
+    assert first.startswith(f"{len(hits)} pages match 'net income'")
+    assert _pages(first) == ranked[:10]
+    assert f"[{len(hits) - 10} more: search again with offset=10]" in first
+    rest = search.run(SearchArgs(query="net income", offset=10)).text
+    assert _pages(rest) == ranked[10:20]
+    assert "none past offset" in search.run(SearchArgs(query="net income", offset=500)).text
+
+
+def test_search_falls_back_to_all_then_some_words_and_ranks_across_documents() -> None:
+    search = _search_tool("COSTCO_2023Q1_EARNINGS", "COSTCO_2023Q3_EARNINGS")
+    text = search.run(SearchArgs(query="merchandise costs")).text
+    assert "with the phrase" in text
+    assert "COSTCO_2023Q1_EARNINGS.pdf" in text and "COSTCO_2023Q3_EARNINGS.pdf" in text
+    words = search.run(SearchArgs(query="costs merchandise")).text
+    assert "with all words" in words
+    some = search.run(SearchArgs(query="merchandise zebraunicorn")).text
+    assert "with some words" in some
+    assert "no page mentions" in search.run(SearchArgs(query="zebraunicorn")).text

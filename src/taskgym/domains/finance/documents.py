@@ -18,6 +18,7 @@ import re
 import tempfile
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from taskgym.core.task import cache_dir
 from taskgym.domains.finance.layout import Line, layout_text, page_lines, run_tables, whole_table
 from taskgym.errors import ConfigError, MissingDependencyError
 
-__all__ = ["PdfDocument", "close_documents", "open_document"]
+__all__ = ["Hit", "PdfDocument", "close_documents", "open_document"]
 
 _LOCK = threading.RLock()  # pdfium and pdfplumber are not thread-safe
 _OPEN: OrderedDict[str, PdfDocument] = OrderedDict()
@@ -33,6 +34,8 @@ _DIGESTS: dict[tuple[str, int, int], str] = {}
 _KEEP_OPEN = 64
 _CACHE_VERSION = "2"
 IMAGE_SCALE = 1.4
+_TOKEN = re.compile(r"[a-z0-9]+(?:[.,'][a-z0-9]+)*")
+"""A search term: a word, or a number with its separators (``1,234.5``)."""
 _closes_at_exit = False
 
 
@@ -90,6 +93,17 @@ def close_documents() -> None:
             _OPEN.popitem()[1].close()
 
 
+@dataclass(frozen=True)
+class Hit:
+    """A page that matches a search: its BM25 score, and whether it holds the phrase, all
+    the query's words or only some."""
+
+    document: str
+    page: int
+    score: float
+    match: str
+
+
 class PdfDocument:
     """One PDF's text, search index, layout, tables and page images, cached on disk."""
 
@@ -109,6 +123,8 @@ class PdfDocument:
         self.metadata: dict[str, str] = meta["metadata"]
         self._flat = [" ".join(t.split()) for t in self.texts]
         self._lower = [t.lower() for t in self._flat]
+        self._token_sets: list[frozenset[str]] | None = None
+        self._ranker: Any = None
 
     @property
     def page_count(self) -> int:
@@ -163,25 +179,57 @@ class PdfDocument:
         finally:
             page.close()
 
-    def search(self, query: str, limit: int = 10) -> list[tuple[int, list[str]]]:
-        """Pages matching ``query`` (the phrase, else every word of it) with snippets."""
+    def search(self, query: str) -> list[Hit]:
+        """Every page matching ``query``, best first by BM25 over the pages: the pages holding
+        the phrase; if none does, those holding all of its words; if none, those holding any."""
         phrase = " ".join(query.lower().split())
+        words = list(dict.fromkeys(_TOKEN.findall(phrase)))
         if not phrase:
             return []
-        hits = [(i, self._positions(i, phrase)) for i in range(self.page_count)
-                if phrase in self._lower[i]]
-        if not hits:
-            words = re.findall(r"\w[\w.,%$-]*", phrase)
-            scored = []
-            for i, text in enumerate(self._lower):
-                if words and all(w in text for w in words):
-                    scored.append((-sum(text.count(w) for w in words), i))
-            hits = [(i, self._positions(i, words[0])) for _, i in sorted(scored)]
-        return [(i + 1, [self._snippet(i, start, len(phrase)) for start in positions[:3]])
-                for i, positions in hits[:limit]]
+        scores = self._bm25().get_scores(words) if words and self._bm25() else None
+        tokens = self._tokens()
+        pages = [i for i in range(self.page_count) if phrase in self._lower[i]]
+        match = "phrase"
+        if not pages and words:
+            pages = [i for i in range(self.page_count) if tokens[i].issuperset(words)]
+            match = "all words"
+            if not pages:
+                pages = [i for i in range(self.page_count) if tokens[i].intersection(words)]
+                match = "some words"
+        hits = [Hit(self.path.name, i + 1, float(scores[i]) if scores is not None else 0.0, match)
+                for i in pages]
+        return sorted(hits, key=lambda h: (-h.score, h.page))
 
-    def _positions(self, index: int, needle: str) -> list[int]:
-        return [m.start() for m in re.finditer(re.escape(needle), self._lower[index])][:3]
+    def _tokens(self) -> list[frozenset[str]]:
+        if self._token_sets is None:
+            self._token_sets = [frozenset(_TOKEN.findall(text)) for text in self._lower]
+        return self._token_sets
+
+    def _bm25(self) -> Any:
+        """BM25 over the pages (None when no page has a word)."""
+        if self._ranker is None:
+            try:
+                from rank_bm25 import BM25Okapi
+            except ImportError as exc:
+                raise MissingDependencyError(
+                    "search needs rank_bm25: pip install 'taskgym[pdf]'") from exc
+            corpus = [_TOKEN.findall(text) for text in self._lower]
+            self._ranker = BM25Okapi(corpus) if any(corpus) else False
+        return self._ranker or None
+
+    def snippets(self, page: int, query: str) -> list[str]:
+        """Up to three excerpts of ``page`` around the phrase, else around its rarest word."""
+        self.check_page(page)
+        index, phrase = page - 1, " ".join(query.lower().split())
+        needle = phrase
+        if phrase not in self._lower[index]:
+            words = [w for w in dict.fromkeys(_TOKEN.findall(phrase)) if w in self._tokens()[index]]
+            ranker = self._bm25()
+            needle = max(words, key=lambda w: ranker.idf.get(w, 0.0)) if words and ranker else ""
+        if not needle:
+            return []
+        starts = [m.start() for m in re.finditer(re.escape(needle), self._lower[index])][:3]
+        return [self._snippet(index, start, len(needle)) for start in starts]
 
     def _snippet(self, index: int, start: int, length: int) -> str:
         text = self._flat[index] if len(self._flat[index]) == len(self._lower[index]) else \

@@ -69,7 +69,7 @@ class FinanceEnv(TaskEnv):
     image = "taskgym/finance-pdf-v0"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        missing = [name for name in ("pypdfium2", "pdfplumber")
+        missing = [name for name in ("pypdfium2", "pdfplumber", "rank_bm25")
                    if importlib.util.find_spec(name) is None]
         if missing:
             raise MissingDependencyError(
