@@ -21,6 +21,8 @@ __all__ = ["Submission", "finance_tools"]
 MAX_TEXT = 20_000
 SEARCH_PAGE = 10
 """Pages a search shows at a time."""
+INFO_PAGES = 300
+"""Pages ``pdf_info`` lists at a time."""
 _DOC = Field(default="", max_length=300,
              description="Document file name (e.g. annual-report-2024.pdf); empty for the first.")
 
@@ -41,6 +43,8 @@ class Submission(BaseModel):
 class InfoArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     document: str = _DOC
+    start_page: int = Field(default=1, ge=1, le=100_000, description=(
+        f"First page to list; the guide lists {INFO_PAGES} pages at a time."))
 
 
 class PageArgs(BaseModel):
@@ -89,10 +93,19 @@ def finance_tools(documents: Callable[[], Sequence[Path]], session: Callable[[],
             title = doc.metadata.get("Title", "")
             parts.append(f"{doc.path.name}: {doc.page_count} pages" + (f", title: {title}" if title
                                                                         else ""))
-            for number, text in enumerate(doc.texts[:300], start=1):
-                lines = [line.strip() for line in text.splitlines() if line.strip()]
-                first = next((line for line in lines[1:] if not line.startswith("Page ")), "")
-                parts.append(f"  p{number}: {first[:80]}")
+            first = args.start_page
+            last = min(doc.page_count, first + INFO_PAGES - 1)
+            if first > doc.page_count:
+                parts.append(f"  (no page {first}: the document ends at page {doc.page_count})")
+                continue
+            for number in range(first, last + 1):
+                lines = [line.strip() for line in doc.texts[number - 1].splitlines() if line.strip()]
+                head = next((line for line in lines[1:] if not line.startswith("Page ")), "")
+                parts.append(f"  p{number}: {head[:80]}")
+            if first > 1 or last < doc.page_count:
+                more = (f"; pdf_info(document={doc.path.name!r}, start_page={last + 1}) lists "
+                        "the next" if last < doc.page_count else "")
+                parts.append(f"  [pages {first}-{last} of {doc.page_count} listed{more}]")
         return ToolResult("\n".join(parts))
 
     def read_page(args: PageArgs) -> ToolResult:
@@ -155,8 +168,8 @@ def finance_tools(documents: Callable[[], Sequence[Path]], session: Callable[[],
         return ToolResult("submitted", done=True)
 
     return [
-        Tool("pdf_info", "List the documents: pages, title, and the first line of every page.",
-             InfoArgs, pdf_info),
+        Tool("pdf_info", f"List the documents: pages, title, and the first line of each page "
+             f"({INFO_PAGES} pages at a time: start_page lists the next).", InfoArgs, pdf_info),
         Tool("read_page", "Read one page's text, laid out as printed (tables keep their "
              "columns).", PageArgs, read_page),
         Tool("search", "Find pages that mention a phrase (else all, else some of its words), "
