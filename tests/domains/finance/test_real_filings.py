@@ -3,16 +3,23 @@ browsers and HTML converters, whose PDFs place every glyph on its own, read like
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+import taskgym
 from taskgym.core.paths import envs_dir
+from taskgym.core.task import load_task
 from taskgym.core.tool import Tool
+from taskgym.domains.finance.answers import GoldAnswer
 from taskgym.domains.finance.documents import open_document
+from taskgym.domains.finance.env import documents_of
 from taskgym.domains.finance.tools import SearchArgs, finance_tools
+from taskgym.errors import ConfigError
 from taskgym.sandbox import Session
 
 FILINGS = envs_dir() / "finance-pdf-v0" / "filings"
@@ -117,3 +124,56 @@ def test_search_falls_back_to_all_then_some_words_and_ranks_across_documents() -
     some = search.run(SearchArgs(query="merchandise zebraunicorn")).text
     assert "with some words" in some
     assert "no page mentions" in search.run(SearchArgs(query="zebraunicorn")).text
+
+
+TASKS = envs_dir() / "finance-pdf-v0" / "tasks"
+SEC_TASKS = sorted(p.name for p in TASKS.glob("sec-*") if (p / "instruction.md").is_file())
+COMPUTED = {"msft-fy19-gross-margin-pct"}  # derived from two printed figures
+
+
+def test_at_least_30_real_filing_questions_over_the_shipped_filings() -> None:
+    assert len(SEC_TASKS) >= 30
+    used = {json.loads((TASKS / t / "tests" / "answer.json").read_text())["evidence"][0]
+            ["document"] for t in SEC_TASKS}
+    assert used == {p.name for p in FILINGS.glob("*.pdf")}
+    scales = {json.loads((TASKS / t / "tests" / "answer.json").read_text())["scale"]
+              for t in SEC_TASKS}
+    assert scales == {"units", "thousands", "millions", "percent"}
+    assert not list(TASKS.glob("sec-*/environment/files/*.pdf"))  # stored once, in filings/
+
+
+@pytest.mark.parametrize("task_id", [t for t in SEC_TASKS if t.split("-", 2)[2] not in COMPUTED])
+def test_each_gold_value_is_printed_on_its_evidence_page(task_id: str) -> None:
+    gold = GoldAnswer.model_validate_json((TASKS / task_id / "tests" / "answer.json").read_text())
+    assert gold.value is not None and len(gold.evidence) == 1
+    evidence = gold.evidence[0]
+    layout = open_document(FILINGS / evidence.document).layout_text(evidence.page)
+    printed = f"{abs(gold.value):,.{gold.decimals}f}"
+    if gold.value < 0:
+        printed = f"-{printed}" if gold.scale == "percent" else f"({printed})"
+    assert re.search(rf"(?<![\d,.]){re.escape(printed)}(?![\d]|,\d)", layout), (printed, task_id)
+
+
+@pytest.mark.sandbox
+def test_a_real_filing_task_puts_its_library_filing_in_the_sandbox() -> None:
+    env = taskgym.make("finance-pdf-v0")
+    try:
+        env.reset(options={"task_id": SEC_TASKS[0]})
+        obs, *_, info = env.step({"tool": "python", "args": {"code": (
+            "import os, pypdfium2\nprint(sorted(os.listdir('/app')))\n"
+            "print(len(pypdfium2.PdfDocument('/app/COSTCO_2023Q1_EARNINGS.pdf')))")}})
+        assert info["exit_code"] == 0, obs["text"]
+        assert "['COSTCO_2023Q1_EARNINGS.pdf']" in obs["text"] and "\n4\n" in obs["text"]
+        text = env.step({"tool": "read_page", "args": {"page": 3}})[0]["text"]
+        assert "53,437" in text
+    finally:
+        env.close()
+
+
+def test_a_task_whose_library_filing_is_missing_gets_a_clear_error(tmp_path: Path) -> None:
+    task = tmp_path / "sec-missing"
+    shutil.copytree(TASKS / SEC_TASKS[0], task)
+    (task / "task.toml").write_text((task / "task.toml").read_text().replace(
+        'library = "../../filings"', 'library = "../nowhere"'))
+    with pytest.raises(ConfigError, match="lists documents missing from .*nowhere"):
+        documents_of(load_task(task, "finance"))
