@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from taskgym.domains.finance.documents import open_document
 from taskgym.domains.finance.env import documents_of
 from taskgym.domains.finance.tools import SearchArgs, finance_tools
 from taskgym.errors import ConfigError
+from taskgym.evaluation import EpisodeRecord
 from taskgym.sandbox import Session
 
 FILINGS = envs_dir() / "finance-pdf-v0" / "filings"
@@ -154,16 +156,20 @@ def test_each_gold_value_is_printed_on_its_evidence_page(task_id: str) -> None:
     assert re.search(rf"(?<![\d,.]){re.escape(printed)}(?![\d]|,\d)", layout), (printed, task_id)
 
 
-@pytest.mark.sandbox
-def test_a_real_filing_task_puts_its_library_filing_in_the_sandbox() -> None:
-    env = taskgym.make("finance-pdf-v0")
+@pytest.mark.parametrize("sandbox", [pytest.param("local", marks=pytest.mark.sandbox),
+                                     pytest.param("docker", marks=pytest.mark.docker)])
+def test_a_real_filing_task_puts_its_library_filing_in_the_sandbox(
+        sandbox: str, oracle_then_null: Callable[..., EpisodeRecord]) -> None:
+    env = taskgym.make("finance-pdf-v0", sandbox=sandbox)
     try:
+        oracle_then_null(env, task_id=SEC_TASKS[0])
         env.reset(options={"task_id": SEC_TASKS[0]})
         obs, *_, info = env.step({"tool": "python", "args": {"code": (
-            "import os, pypdfium2\nprint(sorted(os.listdir('/app')))\n"
-            "print(len(pypdfium2.PdfDocument('/app/COSTCO_2023Q1_EARNINGS.pdf')))")}})
+            "import os\nprint(sorted(os.listdir('/app')))\n"
+            "print(os.path.getsize('/app/COSTCO_2023Q1_EARNINGS.pdf'))")}})
         assert info["exit_code"] == 0, obs["text"]
-        assert "['COSTCO_2023Q1_EARNINGS.pdf']" in obs["text"] and "\n4\n" in obs["text"]
+        size = (FILINGS / "COSTCO_2023Q1_EARNINGS.pdf").stat().st_size
+        assert "['COSTCO_2023Q1_EARNINGS.pdf']" in obs["text"] and f"\n{size}\n" in obs["text"]
         text = env.step({"tool": "read_page", "args": {"page": 3}})[0]["text"]
         assert "53,437" in text
     finally:
