@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
-import pytest
+import re
+from decimal import Decimal
 
-from taskgym.domains.finance.answers import Evidence, GoldAnswer, grade, parse_answer, parse_pages
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from taskgym.domains.finance.answers import (
+    SCALES,
+    Evidence,
+    GoldAnswer,
+    grade,
+    parse_answer,
+    parse_pages,
+)
 
 MILLIONS = GoldAnswer(kind="number", value=1234, scale="millions", display="$1,234 million",
                       evidence=(Evidence(document="a.pdf", page=5),))
@@ -126,3 +138,65 @@ def test_cited_pages_form_the_pages_component_but_not_the_score() -> None:
 def test_page_citations_parse_names_numbers_and_ignore_junk() -> None:
     pages = parse_pages([3, "b.pdf:7", "b:8", "zzz:1", "b.pdf:x", True], ["a.pdf", "b.pdf"])
     assert pages == {("a.pdf", 3), ("b.pdf", 7), ("b.pdf", 8)}
+
+
+# --- answers embedded in prose (hypothesis) ---------------------------------------------
+
+_SCALE_TOKENS = {"k", "m", "b", "mm", "mn", "bn", "tn", "thousand", "thousands", "million",
+                 "millions", "billion", "billions", "trillion", "trillions", "percent",
+                 "percentage", "pct", "per", "cent", "bps", "basis", "point", "points",
+                 "dollar", "dollars", "usd", "eur", "gbp"}
+_TRAPS = ["from", "Kenvue", "bank", "MMM", "Kirkland", "program", "back", "term",
+          "makes", "bmw", "item", "kbps", "mbar", "billionaire"]
+_WORD = st.one_of(st.sampled_from(_TRAPS),
+                  st.text(st.characters(codec="ascii", categories=["L"]), min_size=1, max_size=9)
+                  ).filter(lambda w: w.casefold() not in _SCALE_TOKENS and not w.isdigit())
+_PROSE = st.lists(st.tuples(_WORD, st.sampled_from([" ", ", ", "; ", ". ", " ... ", ": "])),
+                  max_size=8).map(lambda parts: "".join(w + sep for w, sep in parts))
+_WORDS = {1e3: ["thousand", "k"], 1e6: ["million", "m", "mn"], 1e9: ["billion", "bn", "b"]}
+
+
+@st.composite
+def _embedded(draw: st.DrawFn) -> tuple[GoldAnswer, str, float]:
+    """A gold amount, an answer stating it at some scale inside prose, and that scale."""
+    gold_scale = draw(st.sampled_from(["thousands", "millions", "billions"]))
+    value = draw(st.integers(1, 999_999)) / 10
+    gold = GoldAnswer(kind="number", value=value, scale=gold_scale, decimals=1)
+    said = draw(st.sampled_from(sorted(_WORDS)))
+    amount = Decimal(str(value)) * Decimal(str(SCALES[gold_scale])) / Decimal(str(said))
+    word = draw(st.sampled_from(_WORDS[said]))
+    glue = "" if len(word) <= 2 and draw(st.booleans()) else " "
+    core = f"${amount.normalize():,f}{glue}{word}"
+    return gold, draw(_PROSE) + core + " " + draw(_PROSE), said
+
+
+@settings(deadline=None)  # a busy CI machine must not fail a pure function on time
+@given(_embedded())
+def test_a_right_answer_in_prose_scores_one(case: tuple[GoldAnswer, str, float]) -> None:
+    gold, answer, _ = case
+    assert score(gold, answer, "units") == 1.0, answer
+
+
+@settings(deadline=None)
+@given(_embedded(), st.sampled_from([1e-3, 1e3]))
+def test_the_right_digits_at_another_scale_in_prose_score_zero(
+        case: tuple[GoldAnswer, str, float], factor: float) -> None:
+    gold, answer, said = case
+    other = said * factor if said * factor in _WORDS else said / factor
+    wrong = answer.replace(f"{_WORDS[said][0]} ", f"{_WORDS[other][0]} ")
+    if wrong == answer:  # the short form was used: say it in the other scale's long form
+        for short in _WORDS[said][1:]:
+            wrong = re.sub(rf"(\d){short}\b| {short}\b", rf"\1 {_WORDS[other][0]}", answer, count=1)
+            if wrong != answer:
+                break
+    assert wrong != answer
+    assert score(gold, wrong, "units") == 0.0, wrong
+
+
+def test_scale_words_inside_other_words_do_not_count() -> None:
+    kenvue = GoldAnswer(kind="number", value=13.2, scale="billions", decimals=1)
+    assert score(kenvue, "$13.2 billion, mostly from the separation of Kenvue") == 1.0
+    restructuring = GoldAnswer(kind="number", value=411, scale="millions")
+    assert score(restructuring, "$411 billion from restructuring") == 0.0
+    assert score(restructuring, "$411 million from restructuring") == 1.0
+    assert parse_answer("Kenvue - 13.2 billion").absolute == pytest.approx(13.2e9)

@@ -84,7 +84,7 @@ def test_a_long_filing_runs_past_100_pages_and_is_searchable(tmp_path: Path) -> 
     (tmp_path / name).write_bytes(rendered.data)
     document = open_document(tmp_path / name)
     assert document.page_count == rendered.page_count
-    pages = [page for page, _ in document.search("Scheduled debt maturities")]
+    pages = [hit.page for hit in document.search("Scheduled debt maturities")]
     assert rendered.pages["debt"] in pages
     text = document.layout_text(rendered.pages["income"])
     assert "Consolidated Statements of Income" in text
@@ -129,7 +129,7 @@ def test_a_second_process_reads_the_parsed_text_from_the_disk_cache(
         raise AssertionError("parsed again")
 
     monkeypatch.setattr(documents.PdfDocument, "_extract", no_parsing)
-    monkeypatch.setattr(documents.PdfDocument, "_layout", no_parsing)
+    monkeypatch.setattr(documents.PdfDocument, "_lines", no_parsing)
     second = open_document(copies[1])
     assert second is not first and second.texts == first.texts
     assert second.layout_text(2) == first.layout_text(2)

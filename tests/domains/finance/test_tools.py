@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -10,6 +11,8 @@ import pytest
 
 import taskgym
 from taskgym.domains.finance import load_gold
+from taskgym.domains.finance.tools import InfoArgs, finance_tools
+from taskgym.sandbox import Session
 
 pytestmark = pytest.mark.sandbox
 
@@ -139,3 +142,31 @@ def test_random_actions_never_raise() -> None:
                 done = terminated or truncated
     finally:
         env.close()
+
+
+def test_pdf_info_says_when_pages_are_left_out_and_pages_on(tmp_path: Path) -> None:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=12)
+    for number in range(1, 551):
+        pdf.add_page()
+        pdf.cell(text="Long filing")
+        pdf.ln()
+        pdf.cell(text=f"Section heading {number}")
+    path = tmp_path / "long-10-k.pdf"
+    pdf.output(str(path))
+    tools = finance_tools(lambda: [path], _no_session, lambda: 10.0, lambda _: None)
+    info = next(tool for tool in tools if tool.name == "pdf_info")
+    first = info.run(InfoArgs()).text
+    assert "long-10-k.pdf: 550 pages" in first
+    assert "p300: Section heading 300" in first and "p301:" not in first
+    assert "[pages 1-300 of 550 listed; pdf_info(document='long-10-k.pdf', start_page=301)" in first
+    rest = info.run(InfoArgs(start_page=301)).text
+    assert "p301: Section heading 301" in rest and "p550: Section heading 550" in rest
+    assert "p300:" not in rest and "[pages 301-550 of 550 listed]" in rest
+    assert "the document ends at page 550" in info.run(InfoArgs(start_page=551)).text
+
+
+def _no_session() -> Session:
+    raise AssertionError("pdf_info needs no sandbox")

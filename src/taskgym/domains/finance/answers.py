@@ -36,8 +36,14 @@ _SCALE_WORDS: tuple[tuple[str, float], ...] = (
     (r"billions?|bn|b", 1e9),
     (r"trillions?|tn", 1e12),
 )
-_SCALE_RE = [(re.compile(rf"(?<![a-z0-9]){words}(?![a-z0-9])"), m) for words, m in _SCALE_WORDS]
+_SCALE_RE = re.compile(r"(?<![a-z0-9])(?:" + "|".join(
+    f"(?P<s{i}>{words})" for i, (words, _) in enumerate(_SCALE_WORDS)) + r")(?![a-z0-9])")
+"""A scale word, whole (not the "m" of "from"); group ``s<i>`` names its _SCALE_WORDS entry."""
 _NUMBER_RE = re.compile(r"\d[\d,]*(?:\.\d+)?|\.\d+")
+_CURRENCY = re.compile(r"(?<![a-z])(?:us\$|usd|eur|gbp|dollars?)(?![a-z])|[$€£]")
+_MINUS = re.compile(r"(?:^\s*-\s*|[\s(:=]-)(?:(?:us\$|usd|[$€£])\s?)?$")
+"""A minus sign before a number: leading the answer, or attached to the number (not the
+dash of "Kenvue - 13.2 billion")."""
 _NOT_STATED = frozenset({
     "not stated", "not disclosed", "not reported", "not given", "not available", "not provided",
     "not mentioned", "unknown", "n a", "na", "none", "cannot be determined",
@@ -96,28 +102,34 @@ def _fold(text: str) -> str:
 def parse_answer(answer: str, unit: str = "") -> ParsedAnswer:
     """One number and its multiplier from ``answer`` (scale words there win over ``unit``)."""
     text = _fold(answer[:MAX_ANSWER_CHARS])
-    numbers = _NUMBER_RE.findall(text)
+    numbers = list(_NUMBER_RE.finditer(text))
     number: float | None = None
+    at = numbers[0].end() if len(numbers) == 1 else 0
     if len(numbers) == 1:
-        number = float(numbers[0].replace(",", ""))
-        before = text[: text.find(numbers[0])]
-        negative = "(" in before and ")" in text[text.find(numbers[0]):]
-        if negative or re.search(r"-\s*[$€£]?\s*$", before):
+        number = float(numbers[0].group().replace(",", ""))
+        before, after = text[: numbers[0].start()], text[at:]
+        enclosed = (re.search(r"\(\s*(?:us\$|usd|[$€£])?\s*$", before)
+                    and re.match(r"\s*[a-z%]*\s*\)", after))
+        if enclosed or re.search(_MINUS, before):
             number = -number
-    multiplier = _multiplier(_NUMBER_RE.sub(" ", text))
+    multiplier = _multiplier(_NUMBER_RE.sub(lambda m: " " * len(m.group()), text), at)
     if multiplier is None:
-        multiplier = _multiplier(_fold(unit[:MAX_ANSWER_CHARS])) or 1.0
+        multiplier = _multiplier(_fold(unit[:MAX_ANSWER_CHARS]), 0) or 1.0
     words = " ".join(re.sub(r"[^a-z ]+", " ", _NUMBER_RE.sub(" ", text)).split())
     return ParsedAnswer(number, multiplier, len(numbers), words)
 
 
-def _multiplier(text: str) -> float | None:
-    # "$1.2m" → the scale word follows the digits; strip currency first
-    text = re.sub(r"us\$|usd|eur|gbp|dollars?|[$€£]", " ", text)
-    for pattern, multiplier in _SCALE_RE:
-        if pattern.search(text):
-            return multiplier
-    return None
+def _multiplier(text: str, at: int) -> float | None:
+    """The scale of the scale word nearest after position ``at`` (the number's end), else of
+    the last one before it; None when ``text`` holds no scale word."""
+    # "$1.2m": the scale word follows the digits; currency is blanked out first (same length,
+    # so positions still count from the number)
+    text = _CURRENCY.sub(lambda m: " " * len(m.group()), text)
+    found = list(_SCALE_RE.finditer(text))
+    if not found:
+        return None
+    match = next((m for m in found if m.start() >= at), found[-1])
+    return _SCALE_WORDS[int(str(match.lastgroup)[1:])][1]
 
 
 def parse_pages(pages: Sequence[int | str], documents: Sequence[str]) -> set[tuple[str, int]]:

@@ -16,24 +16,26 @@ import json
 import os
 import re
 import tempfile
-import textwrap
 import threading
-from collections import Counter, OrderedDict
+from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from taskgym.core.task import cache_dir
+from taskgym.domains.finance.layout import Line, layout_text, page_lines, run_tables, whole_table
 from taskgym.errors import ConfigError, MissingDependencyError
 
-__all__ = ["PdfDocument", "close_documents", "open_document"]
+__all__ = ["Hit", "PdfDocument", "close_documents", "open_document"]
 
 _LOCK = threading.RLock()  # pdfium and pdfplumber are not thread-safe
 _OPEN: OrderedDict[str, PdfDocument] = OrderedDict()
 _DIGESTS: dict[tuple[str, int, int], str] = {}
 _KEEP_OPEN = 64
-_CACHE_VERSION = "1"
-_CHAR_WIDTH = 4.6  # points per character column of layout text
+_CACHE_VERSION = "2"
 IMAGE_SCALE = 1.4
+_TOKEN = re.compile(r"[a-z0-9]+(?:[.,'][a-z0-9]+)*")
+"""A search term: a word, or a number with its separators (``1,234.5``)."""
 _closes_at_exit = False
 
 
@@ -91,6 +93,17 @@ def close_documents() -> None:
             _OPEN.popitem()[1].close()
 
 
+@dataclass(frozen=True)
+class Hit:
+    """A page that matches a search: its BM25 score, and whether it holds the phrase, all
+    the query's words or only some."""
+
+    document: str
+    page: int
+    score: float
+    match: str
+
+
 class PdfDocument:
     """One PDF's text, search index, layout, tables and page images, cached on disk."""
 
@@ -110,6 +123,8 @@ class PdfDocument:
         self.metadata: dict[str, str] = meta["metadata"]
         self._flat = [" ".join(t.split()) for t in self.texts]
         self._lower = [t.lower() for t in self._flat]
+        self._token_sets: list[frozenset[str]] | None = None
+        self._ranker: Any = None
 
     @property
     def page_count(self) -> int:
@@ -154,59 +169,67 @@ class PdfDocument:
     def layout_text(self, page: int) -> str:
         """The page's text with lines and columns placed where they are printed."""
         self.check_page(page)
-        return self._cached(f"layout/{page}.txt", lambda: self._layout(page).encode()).decode()
+        return self._cached(f"layout/{page}.txt",
+                            lambda: layout_text(self._lines(page)[0]).encode()).decode()
 
-    def _runs(self, page_number: int) -> tuple[list[list[tuple[float, float, str]]], float]:
-        """The page's text runs, (left, right, text), grouped into lines top to bottom."""
+    def _lines(self, page_number: int) -> tuple[list[Line], float]:
         page = self._open()[page_number - 1]
-        textpage = page.get_textpage()
-        width, height = page.get_size()
-        runs = []
-        for i in range(textpage.count_rects()):
-            left, bottom, right, top = textpage.get_rect(i)
-            text = textpage.get_text_bounded(left, bottom, right, top).strip()
-            if text:
-                runs.append((height - top, left, right, text))
-        textpage.close()
-        page.close()
-        lines: list[list[tuple[float, float, str]]] = []
-        last_y = None
-        for y, left, right, text in sorted(runs):
-            if last_y is None or y - last_y > 3.0:
-                lines.append([])
-                last_y = y
-            lines[-1].append((left, right, text))
-        return [sorted(line) for line in lines], width
+        try:
+            return page_lines(page, _pdfium().raw)
+        finally:
+            page.close()
 
-    def _layout(self, page_number: int) -> str:
-        out = []
-        for line in self._runs(page_number)[0]:
-            row = ""
-            for left, _, text in line:
-                column = int(left / _CHAR_WIDTH)
-                row += " " * max(1 if row else 0, column - len(row)) + text
-            out.append(row.rstrip())
-        return textwrap.dedent("\n".join(out)) + "\n"
-
-    def search(self, query: str, limit: int = 10) -> list[tuple[int, list[str]]]:
-        """Pages matching ``query`` (the phrase, else every word of it) with snippets."""
+    def search(self, query: str) -> list[Hit]:
+        """Every page matching ``query``, best first by BM25 over the pages: the pages holding
+        the phrase; if none does, those holding all of its words; if none, those holding any."""
         phrase = " ".join(query.lower().split())
+        words = list(dict.fromkeys(_TOKEN.findall(phrase)))
         if not phrase:
             return []
-        hits = [(i, self._positions(i, phrase)) for i in range(self.page_count)
-                if phrase in self._lower[i]]
-        if not hits:
-            words = re.findall(r"\w[\w.,%$-]*", phrase)
-            scored = []
-            for i, text in enumerate(self._lower):
-                if words and all(w in text for w in words):
-                    scored.append((-sum(text.count(w) for w in words), i))
-            hits = [(i, self._positions(i, words[0])) for _, i in sorted(scored)]
-        return [(i + 1, [self._snippet(i, start, len(phrase)) for start in positions[:3]])
-                for i, positions in hits[:limit]]
+        scores = self._bm25().get_scores(words) if words and self._bm25() else None
+        tokens = self._tokens()
+        pages = [i for i in range(self.page_count) if phrase in self._lower[i]]
+        match = "phrase"
+        if not pages and words:
+            pages = [i for i in range(self.page_count) if tokens[i].issuperset(words)]
+            match = "all words"
+            if not pages:
+                pages = [i for i in range(self.page_count) if tokens[i].intersection(words)]
+                match = "some words"
+        hits = [Hit(self.path.name, i + 1, float(scores[i]) if scores is not None else 0.0, match)
+                for i in pages]
+        return sorted(hits, key=lambda h: (-h.score, h.page))
 
-    def _positions(self, index: int, needle: str) -> list[int]:
-        return [m.start() for m in re.finditer(re.escape(needle), self._lower[index])][:3]
+    def _tokens(self) -> list[frozenset[str]]:
+        if self._token_sets is None:
+            self._token_sets = [frozenset(_TOKEN.findall(text)) for text in self._lower]
+        return self._token_sets
+
+    def _bm25(self) -> Any:
+        """BM25 over the pages (None when no page has a word)."""
+        if self._ranker is None:
+            try:
+                from rank_bm25 import BM25Okapi
+            except ImportError as exc:
+                raise MissingDependencyError(
+                    "search needs rank_bm25: pip install 'taskgym[pdf]'") from exc
+            corpus = [_TOKEN.findall(text) for text in self._lower]
+            self._ranker = BM25Okapi(corpus) if any(corpus) else False
+        return self._ranker or None
+
+    def snippets(self, page: int, query: str) -> list[str]:
+        """Up to three excerpts of ``page`` around the phrase, else around its rarest word."""
+        self.check_page(page)
+        index, phrase = page - 1, " ".join(query.lower().split())
+        needle = phrase
+        if phrase not in self._lower[index]:
+            words = [w for w in dict.fromkeys(_TOKEN.findall(phrase)) if w in self._tokens()[index]]
+            ranker = self._bm25()
+            needle = max(words, key=lambda w: ranker.idf.get(w, 0.0)) if words and ranker else ""
+        if not needle:
+            return []
+        starts = [m.start() for m in re.finditer(re.escape(needle), self._lower[index])][:3]
+        return [self._snippet(index, start, len(needle)) for start in starts]
 
     def _snippet(self, index: int, start: int, length: int) -> str:
         text = self._flat[index] if len(self._flat[index]) == len(self._lower[index]) else \
@@ -232,8 +255,8 @@ class PdfDocument:
             self._plumber = pdfplumber.open(self.path)
         tables = [[[" ".join((cell or "").split()) for cell in row] for row in table]
                   for table in self._plumber.pages[page - 1].extract_tables()]
-        if not tables or not all(_whole(table) for table in tables):
-            tables = _run_tables(*self._runs(page))
+        if not tables or not all(whole_table(table) for table in tables):
+            tables = run_tables(*self._lines(page))
         return json.dumps(tables).encode()
 
     def image(self, page: int) -> bytes:
@@ -257,56 +280,3 @@ class PdfDocument:
             if self._pdf is not None:
                 self._pdf.close()
                 self._pdf = None
-
-
-_NUMBER = re.compile(r"\$?\s?\(?-?\$?[\d,]*\.?\d+\)?%?\*?")
-
-
-def _whole(table: list[list[str]]) -> bool:
-    """A table whose numeric cells are each one whole number and that has two columns."""
-    numbers = [cell for row in table for cell in row[1:] if cell]
-    return (max((len(row) for row in table), default=0) >= 2 and bool(numbers)
-            and all(_NUMBER.fullmatch(cell) and not cell.endswith(",") for cell in numbers
-                    if any(ch.isdigit() for ch in cell))
-            and not any(re.search(r"\d\s+\(?\d", cell) for row in table for cell in row))
-
-
-def _run_tables(lines: list[list[tuple[float, float, str]]], width: float) -> list[list[list[str]]]:
-    """Tables from text runs: consecutive lines of two or more runs, split per text column."""
-    middle = width / 2
-    lefts = [[r for r in line if r[1] <= middle] for line in lines]
-    rights = [[r for r in line if r[0] >= middle] for line in lines]
-    crossing = any(left < middle - 4 and right > middle + 4
-                   for line in lines for left, right, _ in line)
-    # two text columns: a table inside the left one, or words (not right-aligned figures)
-    # starting many right-half lines at one x, the left edge of a second column
-    tabular_left = sum(len(runs) >= 2 for runs in lefts)
-    starts = Counter(round(runs[0][0]) for runs in rights
-                     if runs and not _NUMBER.fullmatch(runs[0][2]))
-    second_column = max(starts.values(), default=0) >= 4
-    parts = [lines] if crossing or (tabular_left < 2 and not second_column) else [lefts, rights]
-    tables: list[list[list[str]]] = []
-    for part in parts:
-        rows: list[list[str]] = []
-        pending = ""  # a label wrapped onto its own line above its figures
-        for line in part:
-            cells = [text for _, _, text in line]
-            if len(cells) >= 2:
-                if pending and not _NUMBER.fullmatch(cells[0]):
-                    cells[0] = f"{pending} {cells[0]}"
-                rows.append(cells)
-                pending = ""
-            elif len(cells) == 1 and rows and not _NUMBER.fullmatch(cells[0]):
-                pending = f"{pending} {cells[0]}".strip()
-            elif cells or not rows:
-                if len(rows) >= 2:
-                    tables.append(rows)
-                rows, pending = [], ""
-        if len(rows) >= 2:
-            tables.append(rows)
-    for table in tables:  # header rows lack the label cell: pad them on the left
-        widest = max(len(row) for row in table)
-        for i, row in enumerate(table):
-            if len(row) < widest and (_NUMBER.fullmatch(row[0]) or row[0][:3] == "Dec"):
-                table[i] = [""] * (widest - len(row)) + row
-    return tables

@@ -9,12 +9,16 @@ the answer never enters the sandbox.
 
 from __future__ import annotations
 
+import hashlib
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from taskgym.core.env import TaskEnv
 from taskgym.core.reward import RewardResult
-from taskgym.core.task import Task
+from taskgym.core.task import Task, cache_dir
 from taskgym.core.tool import Tool
 from taskgym.domains.finance.answers import GoldAnswer, grade
 from taskgym.domains.finance.tasks import GENERATORS
@@ -28,20 +32,64 @@ ENV_ID = "finance-pdf-v0"
 
 
 def documents_of(task: Task) -> list[Path]:
-    """The task's PDFs: ``[finance] documents`` of task.toml, else every PDF, by name."""
+    """The task's PDFs: ``[finance] documents`` of task.toml, else every PDF, by name. A
+    document not in ``environment/files`` is taken from ``[finance] library``, a folder
+    relative to the task folder (filings shared by many tasks, stored once)."""
     files = task.path / "environment" / "files"
     section = task.config.get("finance", {})
     if not isinstance(section, dict):
         raise ConfigError(f"{task.path / 'task.toml'}: [finance] must be a table, "
                           'e.g. [finance]\ndocuments = ["10-k.pdf"]')
     names = section.get("documents")
-    paths = [files / str(n) for n in names] if names else sorted(files.glob("*.pdf"))
+    library = section.get("library")
+    if library is not None and not isinstance(library, str):
+        raise ConfigError(f"{task.path / 'task.toml'}: [finance] library must be a folder "
+                          'relative to the task folder, e.g. library = "../../filings"')
+    shared = (task.path / library).resolve() if library else None
+    if names:
+        paths = [files / str(n) if (files / str(n)).is_file() or shared is None
+                 else shared / str(n) for n in names]
+    else:
+        paths = sorted(files.glob("*.pdf"))
     if not paths:
         raise ConfigError(f"task {task.id} has no PDF in {files}")
     missing = [p.name for p in paths if not p.is_file()]
     if missing:
-        raise ConfigError(f"task {task.id} lists documents missing from {files}: {missing}")
+        where = f"{files} or {shared}" if shared else str(files)
+        hint = (" (the filings of the library are shipped in the package; a checkout without "
+                "them needs them copied there)") if shared else ""
+        raise ConfigError(f"task {task.id} lists documents missing from {where}: {missing}{hint}")
     return paths
+
+
+def _seed_folder(task: Task, documents: list[Path]) -> Path:
+    """A folder holding ``environment/files`` and the task's library documents, to copy into
+    the sandbox: in the cache, keyed by the files' contents, linked rather than copied."""
+    files = task.path / "environment" / "files"
+    own = sorted(p for p in files.rglob("*") if p.is_file()) if files.is_dir() else []
+    entries = [(p.relative_to(files).as_posix(), p) for p in own]
+    entries += [(p.name, p) for p in documents if not p.is_relative_to(files)]
+    key = hashlib.sha256()
+    for name, path in entries:
+        stat = path.stat()
+        key.update(f"{name}\0{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+    folder = cache_dir() / "finance" / "seeds" / key.hexdigest()[:32]
+    if folder.is_dir():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".tmp-"))
+    for name, path in entries:
+        target = staging / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(path, target)
+        except OSError:  # another file system, or links not allowed
+            shutil.copy2(path, target)
+    try:
+        os.rename(staging, folder)
+    except OSError:  # another process made it first
+        shutil.rmtree(staging, ignore_errors=True)
+    return folder
 
 
 class FinanceEnv(TaskEnv):
@@ -59,7 +107,7 @@ class FinanceEnv(TaskEnv):
     generators = GENERATORS
     generate = "taskgym.domains.finance.tasks:generate"
     generated_size = 120
-    requires = ("pypdfium2", "pdfplumber")
+    requires = ("pypdfium2", "pdfplumber", "rank_bm25")
     extra = "pdf"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -86,8 +134,11 @@ class FinanceEnv(TaskEnv):
         return super().sandbox_spec(task).model_copy(update={"host_python": True})
 
     def workspace_seed(self, task: Task) -> Path | None:
-        documents_of(task)  # fail early on a broken task folder
-        return task.path / "environment" / "files"
+        documents = documents_of(task)  # fails early on a broken task folder
+        files = task.path / "environment" / "files"
+        if all(p.is_relative_to(files) for p in documents):
+            return files
+        return _seed_folder(task, documents)
 
     def verify(self, task: Task, session: Session) -> RewardResult:
         gold = load_gold(task)

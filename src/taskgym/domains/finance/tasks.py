@@ -25,12 +25,13 @@ from taskgym.domains.finance.content import annual_report, quarterly_report, sty
 from taskgym.domains.finance.questions import ANNUAL, FAMILIES, QUARTERLY, Question, all_questions
 from taskgym.domains.finance.render import Rendered, render
 
-__all__ = ["GENERATORS", "Filings", "build_curated", "build_filings", "generate", "write_task"]
+__all__ = ["GENERATORS", "HOW_TO_ANSWER", "Filings", "build_curated", "build_filings", "generate",
+           "write_task"]
 
 GENERATORS = (*FAMILIES, "long")
 """Generated task families; ``long`` asks any question about a 100+ page filing."""
 
-_HOW_TO_ANSWER = """\
+HOW_TO_ANSWER = """\
 Answer with `submit(answer, unit, pages)`:
 - `answer`: one number and nothing else (no years or other figures), or a short name;
   `not stated` if the documents do not give the answer.
@@ -82,7 +83,7 @@ def write_task(dest: Path, filings: Filings, question: Question, difficulty: str
         listing.append(f"- `{name}`: {rendered.page_count} pages")
     (dest / "instruction.md").write_text(
         f"{question.text}\n\nThe documents are in /app and open to the document tools:\n"
-        + "\n".join(listing) + "\n\n" + _HOW_TO_ANSWER)
+        + "\n".join(listing) + "\n\n" + HOW_TO_ANSWER)
     (dest / "task.toml").write_text(
         f'[metadata]\ndifficulty = "{difficulty}"\ncategory = "{question.family}"\n'
         f'tags = ["finance", "pdf", "{question.family}"]\n\n'

@@ -4,6 +4,7 @@ sandbox, and ``submit``, which records the answer for grading after the episode.
 from __future__ import annotations
 
 import secrets
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -18,6 +19,10 @@ from taskgym.tools.shell import format_exec
 __all__ = ["Submission", "finance_tools"]
 
 MAX_TEXT = 20_000
+SEARCH_PAGE = 10
+"""Pages a search shows at a time."""
+INFO_PAGES = 300
+"""Pages ``pdf_info`` lists at a time."""
 _DOC = Field(default="", max_length=300,
              description="Document file name (e.g. annual-report-2024.pdf); empty for the first.")
 
@@ -38,6 +43,8 @@ class Submission(BaseModel):
 class InfoArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     document: str = _DOC
+    start_page: int = Field(default=1, ge=1, le=100_000, description=(
+        f"First page to list; the guide lists {INFO_PAGES} pages at a time."))
 
 
 class PageArgs(BaseModel):
@@ -52,6 +59,8 @@ class SearchArgs(BaseModel):
                        description="Words or a phrase to find (case does not matter).")
     document: str = Field(default="", max_length=300,
                           description="Search only this document; empty searches every one.")
+    offset: int = Field(default=0, ge=0, le=100_000,
+                        description="Skip this many of the ranked pages (to see the next ones).")
 
 
 class PythonArgs(BaseModel):
@@ -84,10 +93,19 @@ def finance_tools(documents: Callable[[], Sequence[Path]], session: Callable[[],
             title = doc.metadata.get("Title", "")
             parts.append(f"{doc.path.name}: {doc.page_count} pages" + (f", title: {title}" if title
                                                                         else ""))
-            for number, text in enumerate(doc.texts[:300], start=1):
-                lines = [line.strip() for line in text.splitlines() if line.strip()]
-                first = next((line for line in lines[1:] if not line.startswith("Page ")), "")
-                parts.append(f"  p{number}: {first[:80]}")
+            first = args.start_page
+            last = min(doc.page_count, first + INFO_PAGES - 1)
+            if first > doc.page_count:
+                parts.append(f"  (no page {first}: the document ends at page {doc.page_count})")
+                continue
+            for number in range(first, last + 1):
+                lines = [line.strip() for line in doc.texts[number - 1].splitlines() if line.strip()]
+                head = next((line for line in lines[1:] if not line.startswith("Page ")), "")
+                parts.append(f"  p{number}: {head[:80]}")
+            if first > 1 or last < doc.page_count:
+                more = (f"; pdf_info(document={doc.path.name!r}, start_page={last + 1}) lists "
+                        "the next" if last < doc.page_count else "")
+                parts.append(f"  [pages {first}-{last} of {doc.page_count} listed{more}]")
         return ToolResult("\n".join(parts))
 
     def read_page(args: PageArgs) -> ToolResult:
@@ -99,12 +117,26 @@ def finance_tools(documents: Callable[[], Sequence[Path]], session: Callable[[],
 
     def search(args: SearchArgs) -> ToolResult:
         chosen = [pick(args.document)] if args.document else [open_document(p) for p in documents()]
-        lines = []
-        for doc in chosen:
-            for page, snippets in doc.search(args.query):
-                lines.append(f"{doc.path.name} page {page}:")
-                lines += [f"  {s}" for s in snippets]
-        return ToolResult("\n".join(lines) if lines else f"no page mentions {args.query!r}")
+        docs = {doc.path.name: doc for doc in chosen}
+        hits = sorted((hit for doc in chosen for hit in doc.search(args.query)),
+                      key=lambda h: (-h.score, h.document, h.page))
+        if not hits:
+            return ToolResult(f"no page mentions {args.query!r}")
+        shown = hits[args.offset:args.offset + SEARCH_PAGE]
+        kinds = Counter(hit.match for hit in hits)
+        how = ", ".join(f"{n} with {'the ' if kind == 'phrase' else ''}{kind}"
+                        for kind, n in kinds.items())
+        lines = [f"{len(hits)} page{'s match' if len(hits) != 1 else ' matches'} {args.query!r} "
+                 f"({how}); "
+                 + (f"best first, {args.offset + 1}-{args.offset + len(shown)}:" if shown else
+                    f"none past offset {args.offset}")]
+        for hit in shown:
+            lines.append(f"{hit.document} page {hit.page} (score {hit.score:.1f}):")
+            lines += [f"  {s}" for s in docs[hit.document].snippets(hit.page, args.query)]
+        rest = len(hits) - args.offset - len(shown)
+        if shown and rest > 0:
+            lines.append(f"[{rest} more: search again with offset={args.offset + len(shown)}]")
+        return ToolResult("\n".join(lines))
 
     def extract_tables(args: PageArgs) -> ToolResult:
         doc = pick(args.document)
@@ -136,12 +168,13 @@ def finance_tools(documents: Callable[[], Sequence[Path]], session: Callable[[],
         return ToolResult("submitted", done=True)
 
     return [
-        Tool("pdf_info", "List the documents: pages, title, and the first line of every page.",
-             InfoArgs, pdf_info),
+        Tool("pdf_info", f"List the documents: pages, title, and the first line of each page "
+             f"({INFO_PAGES} pages at a time: start_page lists the next).", InfoArgs, pdf_info),
         Tool("read_page", "Read one page's text, laid out as printed (tables keep their "
              "columns).", PageArgs, read_page),
-        Tool("search", "Find pages that mention a phrase (or all of its words), with snippets.",
-             SearchArgs, search),
+        Tool("search", "Find pages that mention a phrase (else all, else some of its words), "
+             "ranked best first (BM25), 10 at a time with snippets; says how many matched "
+             "and the offset for the next ones.", SearchArgs, search),
         Tool("extract_tables", "The tables of one page as rows of cells (pdfplumber).", PageArgs,
              extract_tables),
         Tool("page_image", "One page as a PNG image, for reading charts and layout.", PageArgs,
