@@ -117,7 +117,7 @@ def _files(root: Path, folders: tuple[str, ...]) -> list[Path]:
 
 
 def _recognise(name: str, data: bytes, python: bool) -> HiddenFile:
-    parts = (data,) if len(data) <= 4 * WINDOW else (
+    parts: tuple[bytes, ...] = (data,) if len(data) <= 4 * WINDOW else (
         data[:WINDOW], data[len(data) // 2 : len(data) // 2 + WINDOW], data[-WINDOW:])
     anchors = [_longest_line(parts[0])]
     proofs = [parts]
