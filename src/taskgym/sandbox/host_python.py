@@ -6,8 +6,8 @@ its executable, each prefix's ``pyvenv.cfg`` and the shared libraries at the top
 ``lib/``, and the folders of its default import path (``python3 -I``: the standard library,
 ``lib-dynload`` and every ``site-packages``, with what their ``.pth`` files add). The rest
 of an installation (``src/`` checkouts, ``share/``, a user site, ``PYTHONPATH``) stays out,
-and so does an import path entry inside a taskgym checkout (an editable install's ``src/``)
-unless it lies in a prefix (a ``.venv`` in a checkout).
+and so does every import path entry outside the interpreter's prefixes (an editable install's
+``src/``, taskgym's or another project's): no host folder beyond the installation goes in.
 
 Inside what is shown, every installation of taskgym is covered by an empty folder, wherever
 it lies and whichever copy the host runs: any folder named ``taskgym`` or holding taskgym's
@@ -76,11 +76,10 @@ def python_view(executable: str) -> PythonView:
         if os.path.isfile(os.path.join(prefix, "pyvenv.cfg")):
             binds.add(os.path.join(prefix, "pyvenv.cfg"))
         binds.update(_shared_libraries(Path(prefix) / "lib"))
-    for entry in info["path"]:
+    for entry in info["path"]:  # host folders beyond the installation never go in
         real = os.path.realpath(entry) if entry else ""
-        if real and os.path.exists(real) and (
-                any(_within(real, prefix) for prefix in prefixes) or not _in_checkout(Path(real))):
-            binds.add(real)  # an editable install's src/ is taskgym's, a venv in a checkout is not
+        if real and os.path.exists(real) and any(_within(real, prefix) for prefix in prefixes):
+            binds.add(real)
     shown = _outermost(path for path in binds if not _in_system_usr(path))
     hidden = _hidden_in([*shown, *_system_python_dirs()])
     shown = tuple(path for path in shown if not any(_within(path, h) for h in hidden))
@@ -116,10 +115,6 @@ def _outermost(paths: Iterable[str]) -> tuple[str, ...]:
 def _system_python_dirs() -> list[str]:
     return sorted(str(p) for base in _SYSTEM_PYTHON for p in Path(base).parent.glob(
         Path(base).name + "*") if p.is_dir())
-
-
-def _in_checkout(path: Path) -> bool:
-    return any(_is_checkout(folder) for folder in (path, *path.parents))
 
 
 def _is_checkout(folder: Path) -> bool:
