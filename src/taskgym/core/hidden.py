@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from taskgym.core.task import Task
+from taskgym.errors import ConfigError
 from taskgym.sandbox.base import Session
 
 __all__ = ["HiddenFile", "find_hidden", "hidden_files"]
@@ -50,7 +51,8 @@ for path in sorted(set(grep.stdout.split(b"\0")) - {b""}):
     for n in needles:
         if any(all(bytes.fromhex(part) in data for part in proof) for proof in n["proofs"]):
             found.append([n["name"], path.decode("utf-8", "replace")])
-print(json.dumps({"grep": grep.returncode, "found": found}))
+with open(os.path.join(here, "report.json"), "w") as f:
+    json.dump({"grep": grep.returncode, "found": found}, f)
 '''
 
 
@@ -99,12 +101,12 @@ def find_hidden(session: Session, files: list[HiddenFile]) -> list[tuple[str, st
                          "> /tmp/.canary/deep/file")
     if plant.exit_code != 0:
         raise AssertionError(f"could not plant the canary in /tmp: {plant}")
-    result = session.exec(f"python3 -I {folder}/find.py; rm -rf {folder} /tmp/.canary",
-                          timeout=SEARCH_TIMEOUT_SEC)
-    try:
-        report = json.loads(result.stdout)
-    except ValueError as exc:
+    result = session.exec(f"python3 -I {folder}/find.py", timeout=SEARCH_TIMEOUT_SEC)
+    try:  # a file, not stdout: a long list of copies would pass the output cap
+        report = json.loads(session.read_file(f"{folder}/report.json"))
+    except (OSError, ValueError, ConfigError) as exc:
         raise AssertionError(f"the search gave no report: {result}") from exc
+    session.exec(f"rm -rf {folder} /tmp/.canary")
     found = [(str(name), str(path)) for name, path in report["found"]]
     if ("canary", "/tmp/.canary/deep/file") not in found:
         raise AssertionError(f"the search did not find its canary (grep exit {report['grep']})")
