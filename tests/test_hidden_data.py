@@ -59,3 +59,21 @@ def test_the_search_finds_copies_anywhere(backend: Backend, tmp_path: Path) -> N
     paths = {path for _, path in found}
     assert {"/app/deep/er/copy.py", "/tmp/x.pyc", "/tmp/n/a.json"} <= paths, found
     assert ("angle-block:tests/reference.py", "/tmp/x.pyc") in found, found
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+def test_the_search_finds_the_copy_the_old_mounts_exposed(local_backend: Backend) -> None:
+    """Binding the base interpreter's site-packages whole (as before) showed its copy of
+    taskgym's envs/: the search finds every CAD reference and solution there, and their
+    compiled copies."""
+    import sysconfig
+
+    copy = Path(sysconfig.get_paths()["purelib"]) / "taskgym"
+    if not (copy / "envs" / "cad-cadquery-v0").is_dir():
+        pytest.skip(f"the base interpreter has no taskgym installed ({copy})")
+    files, _ = hidden_files(FolderTaskSet(copy / "envs" / "cad-cadquery-v0" / "tasks", "cad"))
+    with local_backend.start(SandboxSpec(ro_binds={str(copy): "/opt/old/taskgym"})) as box:
+        found = find_hidden(box, files)
+    assert {name for name, _ in found} == {f.name for f in files}
+    assert any(path.endswith(".pyc") for _, path in found), found[:5]
