@@ -30,6 +30,7 @@ from taskgym.sandbox.docker import (
     DockerBackend,
     DockerSession,
 )
+from taskgym.sandbox.host_python import PythonView
 
 pytestmark = pytest.mark.docker
 
@@ -225,8 +226,8 @@ def test_host_python_image_carries_the_installation_but_not_taskgym(
         (prefix / "lib" / "taskgym").mkdir(parents=True)
         (prefix / "lib" / "taskgym" / "answers.py").write_text("ANSWER = 42\n")
         (prefix / "lib" / "pkg.py").write_text("X = 1\n")
-        monkeypatch.setattr("taskgym.sandbox.local.host_python_mounts",
-                            lambda: ((str(prefix),), (str(prefix / "lib" / "taskgym"),)))
+        view = PythonView(str(interpreter), (str(prefix),), (str(prefix / "lib" / "taskgym"),))
+        monkeypatch.setattr(images, "host_python_view", lambda: view)
         monkeypatch.setattr(images, "HOST_PYTHON_IMAGE", tag)
         monkeypatch.setattr(docker_module, "HOST_PYTHON_IMAGE", tag)
         monkeypatch.setattr(sys, "executable", str(interpreter))

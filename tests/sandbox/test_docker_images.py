@@ -56,3 +56,15 @@ def test_prune_leaves_no_homes_secrets_or_accounts(tmp_path: Path) -> None:
     assert "bob" not in (tmp_path / "etc" / "passwd").read_text()
     assert "agent:x:1000:1000" in (tmp_path / "etc" / "passwd").read_text()
     assert (tmp_path / "app").is_dir() and (tmp_path / "tmp").stat().st_mode & 0o1777 == 0o1777
+
+
+def test_an_interpreter_under_tmp_is_refused_for_the_host_python_image(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every container mounts its own empty /tmp, which would hide such a copy."""
+    import taskgym.sandbox.docker_images as images
+    from taskgym.sandbox.host_python import PythonView
+
+    view = PythonView("/tmp/venv/bin/python3", ("/opt/python/lib", "/tmp/venv/bin"), ())
+    monkeypatch.setattr(images, "host_python_view", lambda: view)
+    with pytest.raises(SandboxUnavailableError, match="lies under /tmp"):
+        images.build_host_python(client=None)

@@ -5,10 +5,10 @@
   ``/home``, ``/root``, ``/var``, ``/etc/shadow``; users ``root`` and ``agent`` (uid 1000)
   only), brought in with ``docker import``.
 * ``taskgym/<env id>``: ``envs/<env id>/Dockerfile``, built on the base with no network.
-* ``taskgym/host-python``: the base plus a copy of the Python installation that runs
-  taskgym (with the packages installed beside it, taskgym's own package left out), at the
-  same path, for envs whose spec asks for ``host_python`` (CadQuery, pdfplumber...): the
-  container's equivalent of the local backend's read-only bind of that installation.
+* ``taskgym/host-python``: the base plus a copy of what a local sandbox shows of the Python
+  that runs taskgym (its executable, shared libraries and import path, every taskgym
+  installation and task folder left out: :mod:`taskgym.sandbox.host_python`), at the same
+  paths, for envs whose spec asks for ``host_python`` (CadQuery, pdfplumber...).
 * A task folder's own ``environment/Dockerfile`` (Harbor / Terminal-Bench): built on first
   use and tagged ``taskgym/task:<hash of the folder>``, so a changed folder gets a new image.
 """
@@ -20,7 +20,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tarfile
 import tempfile
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 
 from taskgym.core.paths import envs_dir
 from taskgym.errors import ConfigError, SandboxUnavailableError
+from taskgym.sandbox.host_python import host_python_view
 
 __all__ = [
     "BASE_IMAGE",
@@ -157,37 +157,44 @@ def build_env_image(client: Any, env_id: str, log: Any = print) -> str:
 
 
 def build_host_python(client: Any, log: Any = print) -> str:
-    """Build ``taskgym/host-python``: the base plus this interpreter's installation."""
-    from taskgym.sandbox.local import host_python_mounts
-
+    """Build ``taskgym/host-python``: the base plus this interpreter's view (see
+    :mod:`taskgym.sandbox.host_python`: what a local sandbox shows of it, taskgym left out)."""
+    view = host_python_view()
+    under_tmp = [path for path in view.binds if path == "/tmp" or path.startswith("/tmp/")]
+    if under_tmp:
+        raise SandboxUnavailableError(
+            f"the Python running taskgym lies under /tmp ({under_tmp[0]}), which every container "
+            "covers with its own empty /tmp; make the image from an interpreter installed "
+            "elsewhere (e.g. `python3 -m venv ~/.venvs/taskgym`)")
     if not image_exists(client, BASE_IMAGE):
         build_base(client, log=log)
-    prefixes, hidden = host_python_mounts()
     log(f"{HOST_PYTHON_IMAGE}: finding the system libraries its extension modules load")
-    libraries = _missing_in_base(client, _host_libraries(prefixes))
+    libraries = _missing_in_base(client, _host_libraries(view.binds))
     with tempfile.TemporaryDirectory(prefix="taskgym-host-python-") as tmp:
         context = Path(tmp)
         (context / "libraries.txt").write_text("".join(f"{path.lstrip('/')}\n" for path in libraries))
-        log(f"{HOST_PYTHON_IMAGE}: packing {', '.join(prefixes)} (without taskgym itself) and "
-            f"{len(libraries)} system libraries the base lacks")
+        log(f"{HOST_PYTHON_IMAGE}: packing {len(view.binds)} folders and files of "
+            f"{view.executable} (without taskgym) and {len(libraries)} system libraries the "
+            "base lacks")
         subprocess.run(["tar", "-C", "/", "-cf", str(context / "python.tar"),
-                        *(f"--exclude={path.lstrip('/')}" for path in hidden),
-                        *(prefix.lstrip("/") for prefix in prefixes),
+                        *(f"--exclude={path.lstrip('/')}" for path in view.hidden),
+                        *(path.lstrip("/") for path in view.binds),
                         "-T", str(context / "libraries.txt")], check=True)
         (context / "libraries.txt").unlink()
         (context / "Dockerfile").write_text(
             f"FROM {BASE_IMAGE}\nADD python.tar /\nLABEL org.taskgym.host-python=\"1\"\n"
-            f"ENV PATH={Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin\n")
+            f"ENV PATH={Path(view.executable).parent}:/usr/local/bin:/usr/bin:/bin\n")
         log(f"{HOST_PYTHON_IMAGE}: docker build")
         _build(client, context, HOST_PYTHON_IMAGE)
     return HOST_PYTHON_IMAGE
 
 
-def _host_libraries(prefixes: tuple[str, ...]) -> list[str]:
-    """Shared libraries outside ``prefixes`` that the extension modules inside them load,
-    as canonical paths (links and their targets)."""
-    modules = [str(path) for prefix in prefixes for path in Path(prefix).rglob("*.so*")
-               if path.is_file() and not path.is_symlink()]
+def _host_libraries(shown: tuple[str, ...]) -> list[str]:
+    """Shared libraries outside ``shown`` that the extension modules inside it load, as
+    canonical paths (links and their targets)."""
+    modules = [str(path) for top in shown for path in
+               ([Path(top)] if Path(top).is_file() else Path(top).rglob("*.so*"))
+               if path.is_file() and not path.is_symlink() and ".so" in path.name]
     found: set[str] = set()
     for start in range(0, len(modules), 200):
         listing = subprocess.run(["ldd", *modules[start : start + 200]], capture_output=True,
@@ -195,7 +202,8 @@ def _host_libraries(prefixes: tuple[str, ...]) -> list[str]:
         for path in re.findall(r"=> (/\S+)", listing):
             canonical = os.path.join(os.path.realpath(os.path.dirname(path)),
                                      os.path.basename(path))
-            if not any(canonical.startswith(prefix.rstrip("/") + "/") for prefix in prefixes):
+            if not any(canonical == top or canonical.startswith(top.rstrip("/") + "/")
+                       for top in shown):
                 found.update({canonical, os.path.realpath(canonical)})
     return sorted(found)
 

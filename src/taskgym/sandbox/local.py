@@ -14,7 +14,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import errno
-import functools
 import json
 import os
 import resource
@@ -25,7 +24,6 @@ import signal
 import socket
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import threading
 import time
@@ -34,7 +32,6 @@ import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from taskgym.core.paths import envs_dir
 from taskgym.errors import ConfigError, SandboxError, SandboxUnavailableError
 from taskgym.sandbox import _fs, _gil_held
 from taskgym.sandbox._cgroups import CgroupLimits, rlimit_fallback
@@ -49,6 +46,7 @@ from taskgym.sandbox._commands import (
 from taskgym.sandbox._reaper import proc_stat, reap_once, runtime_root, session_name
 from taskgym.sandbox._seccomp import seccomp_program
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec, Session
+from taskgym.sandbox.host_python import host_python_view
 
 __all__ = ["LocalBackend", "LocalSession"]
 
@@ -91,32 +89,24 @@ def _base_env(spec: SandboxSpec) -> dict[str, str]:
     return env
 
 
-@functools.cache
-def host_python_mounts() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The running interpreter's installation folders, and what of them to hide.
-
-    Folders already inside the sandbox's ``/usr`` are not bound again. Hidden: taskgym's
-    own package and data where they lie inside a bound folder, so that the agent cannot
-    read task references through them.
-    """
-    prefixes: list[str] = []
-    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
-        real = os.path.realpath(prefix)
-        inside_usr = real == "/usr" or (real.startswith("/usr/") and not real.startswith("/usr/local"))
-        if not inside_usr and real not in prefixes:
-            prefixes.append(real)
-    prefixes.sort(key=len)
-    package = Path(__file__).resolve().parent.parent
-    candidates = [package]
-    for key in ("purelib", "platlib"):  # an editable install still copies envs/ there
-        candidates.append(Path(sysconfig.get_paths()[key]).resolve() / "taskgym")
-    try:
-        candidates.append(envs_dir().resolve())
-    except FileNotFoundError:
-        pass
-    hidden = tuple(sorted({str(path) for path in candidates if path.exists()
-                           and any(path.is_relative_to(prefix) for prefix in prefixes)}))
-    return tuple(prefixes), hidden
+def _host_python_args(spec: SandboxSpec) -> list[str]:
+    """Binds of the host's Python view (after the sandbox's own tmpfs folders, so that an
+    interpreter under /tmp stays visible) and the empty folders over taskgym's material."""
+    if not spec.host_python:
+        return []
+    view = host_python_view()
+    own = ("/proc", "/dev", CONTROL_DIR, spec.workdir, *spec.writable_dirs)
+    clash = [path for path in view.binds for top in own
+             if path == top or path.startswith(top.rstrip("/") + "/")]
+    if clash:
+        raise ConfigError(f"the Python running taskgym lies in {clash[0]}, which the sandbox "
+                          "keeps for itself; run taskgym from an interpreter installed elsewhere")
+    args: list[str] = []
+    for path in view.binds:
+        args += ["--ro-bind", path, path]
+    for path in view.hidden:
+        args += ["--tmpfs", path, "--remount-ro", path]
+    return args
 
 
 class LocalBackend(Backend):
@@ -166,14 +156,6 @@ class LocalBackend(Backend):
                 "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
                 "--new-session", "--die-with-parent", "--cap-drop", "ALL", "--clearenv",
                 "--ro-bind", "/usr", "/usr", "--tmpfs", "/usr/local"]
-        hidden: tuple[str, ...] = ()
-        if spec.host_python:
-            prefixes, hidden = host_python_mounts()
-            for prefix in prefixes:
-                args += ["--ro-bind", prefix, prefix]
-        args += ["--remount-ro", "/usr/local"]
-        for path in hidden:
-            args += ["--tmpfs", path, "--remount-ro", path]
         for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
             host = Path("/") / top
             if host.is_symlink():
@@ -195,6 +177,7 @@ class LocalBackend(Backend):
                  "--size", str(spec.stream_limit_bytes), "--tmpfs", f"{CONTROL_DIR}/e"]
         for path in spec.writable_dirs:
             args += ["--size", str(spec.tmp_mb << 20), "--tmpfs", path]
+        args += _host_python_args(spec) + ["--remount-ro", "/usr/local"]
         for host_path, inside in spec.ro_binds.items():
             if not Path(host_path).exists():
                 raise ConfigError(f"read-only bind source {host_path} does not exist")
