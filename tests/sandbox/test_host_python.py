@@ -72,9 +72,10 @@ def test_only_the_interpreter_is_shown_not_its_whole_installation(
     prefix = Path(sys.base_prefix).resolve()
     with local_backend.start(SandboxSpec(host_python=True)) as box:
         listing = box.exec(f"ls -A {prefix}").stdout.split()
-        work = box.exec("ls /work 2>&1").stdout
+        checkout = Path(__file__).resolve().parents[2]  # this test's own checkout
+        seen = box.exec(f"ls {checkout} 2>&1").stdout
     assert set(listing) <= {"bin", "lib"}, listing  # no include/, share/, src/ checkouts
-    assert "lib" in listing and "No such file" in work, work  # no checkout, no worktree
+    assert "lib" in listing and "No such file" in seen, seen  # no checkout, no worktree
 
 
 def test_without_the_flag_only_the_system_python_is_there(local_backend: LocalBackend) -> None:
@@ -170,4 +171,4 @@ def test_an_interpreter_inside_the_workspace_is_refused(
     monkeypatch.setattr("taskgym.sandbox.local.host_python_view",
                         lambda: PythonView("/app/venv/bin/python3", ("/app/venv",), ()))
     with pytest.raises(ConfigError, match="keeps for itself"):
-        local_backend.argv(SandboxSpec(host_python=True), 0, 0, 0)
+        local_backend.argv(SandboxSpec(host_python=True), 0, 0, 0, (0, 0))
