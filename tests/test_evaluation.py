@@ -75,6 +75,7 @@ def test_evaluate_records_crashes(tmp_path):
     for r in results.records:
         assert r.error is not None and r.error.startswith("ConfigError: ")
         assert "task.toml" in r.error
+        assert r.traceback is not None and "ConfigError" in r.traceback.splitlines()[-1]
         assert (r.task_id, r.steps, r.score, r.agent) == ("?", 0, 0.0, "null")
     assert results.summary()["crashed"] == 3.0
     assert len(output.read_text().splitlines()) == 3
@@ -154,3 +155,27 @@ def test_run_episode_counts_step_errors(tmp_path, answer_task):
     assert seen[3][1] == "error: invalid arguments for bash: cwd: Extra inputs are not permitted"
     assert "contains '..'" in seen[4][1]
     assert seen[5][2]["reward"].score == 1.0
+
+
+@pytest.mark.sandbox
+def test_evaluate_records_a_crash_inside_an_episode(tmp_path, answer_task, monkeypatch):
+    # a verifier with a bug: step() ends each episode ungraded with info["crash"] and the
+    # evaluation records it per episode, traceback included, then goes on
+    from taskgym.domains.coding import CodingEnv
+
+    def buggy_verify(self: Any, task: Any, session: Any) -> Any:
+        raise ZeroDivisionError("division by zero in the verifier")
+
+    monkeypatch.setattr(CodingEnv, "verify", buggy_verify)
+    for name in ("t-a", "t-b"):
+        answer_task(tmp_path / "tasks" / name)
+    output = tmp_path / "crash.jsonl"
+    results = evaluate("coding-terminal-v0", agent="oracle", episodes=2, progress=False,
+                       output=output, tasks=str(tmp_path / "tasks"))
+    assert results.summary()["crashed"] == 2.0
+    lines = [json.loads(x) for x in output.read_text().splitlines()]
+    for r in [*results.records, *(EpisodeRecord(**line) for line in lines)]:
+        assert r.error == "ZeroDivisionError in grading: division by zero in the verifier"
+        assert r.traceback is not None and "buggy_verify" in r.traceback
+        assert (r.score, r.success, r.steps) == (0.0, False, 2)
+        assert r.task_id in ("t-a", "t-b")

@@ -4,12 +4,19 @@ A domain subclasses :class:`TaskEnv` and supplies four things: its default task 
 tools, a verifier, and the oracle's actions. The base class owns the episode: picking a
 task, starting and stopping the sandbox, parsing actions (never raising on bad input),
 budgets, and grading once the agent submits or runs out of steps or time.
+
+``step()`` never raises. A bad action, or a tool failing with a :class:`TaskgymError` or an
+``OSError``, is an error observation and the episode goes on. Any other exception (in a
+tool, in the verifier, or while stopping the sandbox) is a crash: a bug of taskgym or of the
+env, not something the agent did. It ends the episode ungraded (``truncated=True``, reward
+0.0) with ``info["crash"]`` holding its type, message and traceback.
 """
 
 from __future__ import annotations
 
 import abc
 import time
+import traceback
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -205,6 +212,8 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
                 result = ToolResult(text=f"error: {exc}", error=str(exc))
             except OSError as exc:
                 result = ToolResult(text=f"error: {exc.strerror or exc}", error=str(exc))
+            except Exception as exc:  # a bug, not the agent's doing: end the episode, say why
+                return self._crash(exc, f"the {call.tool.name} tool", action, info)
         if result.error is not None:
             info["error"] = result.error
         if result.info:
@@ -221,15 +230,38 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
             if truncated:
                 text += ("\n[step limit reached]" if self._steps >= limits.max_steps
                          else "\n[time limit reached]")
-            graded = self._grade()
+            try:
+                graded = self._grade()
+            except Exception as exc:  # the verifier or the sandbox's stop crashed
+                return self._crash(exc, "grading", action, info)
             reward = graded.score
             info["reward"] = graded
             info["usage"] = {"cpu_sec": self.last_usage.cpu_sec,
                              "peak_memory_bytes": self.last_usage.peak_memory_bytes}
             text += f"\n[graded: {graded.summary()}]"
+        text = _utf8(text)
         if self.render_mode == "ansi":
             self._transcript.append(f"$ {_describe(action)}\n{text}")
         return {"text": text}, reward, terminated, truncated, info
+
+    def _crash(self, exc: Exception, where: str, action: Any, info: dict[str, Any]
+               ) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
+        """End the episode after an unexpected exception in ``where``, ungraded."""
+        self._over = True
+        crash = {"type": type(exc).__name__, "message": _utf8(str(exc))[:2000], "where": where,
+                 "traceback": _utf8("".join(traceback.format_exception(exc)))}
+        try:
+            self._end_session()
+        except Exception as cleanup:  # the crash itself may have broken the sandbox
+            crash["cleanup"] = _utf8(f"{type(cleanup).__name__}: {cleanup}")[:2000]
+        message = (f"taskgym crashed in {where}: {crash['type']}: {crash['message']}. This is "
+                   "a bug in taskgym or in the env, not the agent's doing; the episode is over, "
+                   "ungraded (info['crash'] has the traceback; please report it)")
+        info.update(error=message, crash=crash)
+        text = f"error: {message}"
+        if self.render_mode == "ansi":
+            self._transcript.append(f"$ {_describe(action)}\n{text}")
+        return {"text": text}, 0.0, False, True, info
 
     def _grade(self) -> RewardResult:
         assert self.task is not None
@@ -263,5 +295,15 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
 
 
 def _describe(action: Any) -> str:
-    text = action if isinstance(action, str) else repr(action)
-    return text if len(text) < 400 else text[:400] + "..."
+    try:
+        text = action if isinstance(action, str) else repr(action)
+    except Exception as exc:  # an odd object's __repr__
+        text = f"<{type(action).__name__} whose repr raised {type(exc).__name__}>"
+    return _utf8(text if len(text) < 400 else text[:400] + "...")
+
+
+def _utf8(text: str) -> str:
+    """``text`` with any lone surrogate written as an escape, so that it encodes as UTF-8."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
