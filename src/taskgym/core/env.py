@@ -43,6 +43,7 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
             or ``None`` for the domain's curated set. Domains may accept more names.
         sandbox: ``"local"`` (bubblewrap, the default) or a :class:`Backend` instance.
         max_steps: override every task's step budget.
+        timeout_sec: override every task's wall-clock budget (seconds from ``reset``).
         render_mode: ``"ansi"`` makes :meth:`render` return the episode transcript.
     """
 
@@ -59,6 +60,7 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         sandbox: str | Backend = "local",
         max_steps: int | None = None,
         render_mode: str | None = None,
+        timeout_sec: float | None = None,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigError(f"render_mode must be one of {self.metadata['render_modes']}")
@@ -66,7 +68,9 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         self.task_set = self.resolve_tasks(tasks)
         self._backend_choice = sandbox
         self._backend: Backend | None = sandbox if isinstance(sandbox, Backend) else None
-        self._max_steps = max_steps
+        self._overrides = {key: value for key, value in
+                           (("max_steps", max_steps), ("timeout_sec", timeout_sec))
+                           if value is not None}
         self.tools = self.make_tools()
         self._tools_by_name: Mapping[str, Tool] = {t.name: t for t in self.tools}
         self._tool_specs = [t.openai() for t in self.tools]
@@ -144,10 +148,10 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         return FolderTaskSet(Path(tasks), self.domain)
 
     def limits(self, task: Task) -> Limits:
-        """``task``'s budgets with this env's overrides (``max_steps``)."""
-        if self._max_steps is None:
+        """``task``'s budgets with this env's overrides (``max_steps``, ``timeout_sec``)."""
+        if not self._overrides:
             return task.limits
-        return task.limits.model_copy(update={"max_steps": self._max_steps})
+        return task.limits.model_copy(update=self._overrides)
 
     @property
     def backend(self) -> Backend:

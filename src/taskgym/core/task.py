@@ -218,6 +218,11 @@ class GeneratedTaskSet(TaskSet):
         self._size = size
         self._cache: dict[str, Task] = {}
 
+    @property
+    def generator_names(self) -> list[str]:
+        """The generators, in the order seeds go to them (seed ``s`` to ``s % k``)."""
+        return list(self._names)
+
     def get(self, task_id: str) -> Task:
         name, _, seed_text = task_id.rpartition("-")
         if name not in self._gens or not seed_text.isdigit():
