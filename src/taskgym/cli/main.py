@@ -173,7 +173,7 @@ def cmd_env_check(args: argparse.Namespace) -> int:
     for name, outcome in report.items():
         mark = "ok  " if outcome == "ok" else "FAIL"
         first, *rest = outcome.splitlines() or [""]
-        print(f"{mark} {name:<{width}}" + ("" if outcome == "ok" else f"  {first}"))
+        print(f"{mark} {name}" if outcome == "ok" else f"{mark} {name:<{width}}  {first}")
         for line in rest:
             print(f"     {line}")
     passed = sum(outcome == "ok" for outcome in report.values())
