@@ -15,8 +15,8 @@ import pytest
 # built by the code under test, not reused from an earlier run
 os.environ.setdefault("TASKGYM_CACHE", tempfile.mkdtemp(prefix="taskgym-test-cache-"))
 
-from taskgym.agents import NullAgent, OracleAgent  # noqa: E402
-from taskgym.evaluation import EpisodeRecord, run_episode  # noqa: E402
+from taskgym.core import checks  # noqa: E402
+from taskgym.evaluation import EpisodeRecord  # noqa: E402
 from taskgym.sandbox import Backend  # noqa: E402
 from taskgym.sandbox.local import LocalBackend  # noqa: E402
 
@@ -115,11 +115,10 @@ def answer_task() -> Callable[..., Path]:
 
 def check_oracle_then_null(env: Any, **where: Any) -> EpisodeRecord:
     """Play one task (``task_id=`` or ``seed=``) with the oracle, which must succeed with
-    score 1, then with the null agent, which must score 0; return the oracle's record."""
-    oracle = run_episode(env, OracleAgent(env), **where)
-    assert (oracle.score, oracle.success) == (1.0, True), oracle
-    null = run_episode(env, NullAgent(), **where)
-    assert (null.score, null.success) == (0.0, False), null
+    score 1, then with the null agent, which must score 0 (``check_task_env``'s own check);
+    return the oracle's record."""
+    oracle, null, problems = checks.oracle_then_null(env, **where)
+    assert problems == [], (problems, oracle, null)
     return oracle
 
 

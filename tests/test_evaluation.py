@@ -76,6 +76,7 @@ def test_evaluate_records_crashes(tmp_path):
     for r in results.records:
         assert r.error is not None and r.error.startswith("ConfigError: ")
         assert "task.toml" in r.error
+        assert r.traceback is not None and "ConfigError" in r.traceback.splitlines()[-1]
         assert (r.task_id, r.steps, r.score, r.agent) == ("?", 0, 0.0, "null")
     assert results.summary()["crashed"] == 3.0
     assert len(output.read_text().splitlines()) == 3
@@ -206,3 +207,25 @@ def test_progress_bar_success_count_is_never_behind(tmp_path, capsys, monkeypatc
         assert shown == (f"0/{done}" if done else None), frame
         counted.append(done)
     assert counted[-1] == 4 and set(counted) == {0, 1, 2, 3, 4}
+@pytest.mark.sandbox
+def test_evaluate_records_a_crash_inside_an_episode(tmp_path, answer_task, monkeypatch):
+    # a verifier with a bug: step() ends each episode ungraded with info["crash"] and the
+    # evaluation records it per episode, traceback included, then goes on
+    from taskgym.domains.coding import CodingEnv
+
+    def buggy_verify(self: Any, task: Any, session: Any) -> Any:
+        raise ZeroDivisionError("division by zero in the verifier")
+
+    monkeypatch.setattr(CodingEnv, "verify", buggy_verify)
+    for name in ("t-a", "t-b"):
+        answer_task(tmp_path / "tasks" / name)
+    output = tmp_path / "crash.jsonl"
+    results = evaluate("coding-terminal-v0", agent="oracle", episodes=2, progress=False,
+                       output=output, tasks=str(tmp_path / "tasks"))
+    assert results.summary()["crashed"] == 2.0
+    lines = [json.loads(x) for x in output.read_text().splitlines()]
+    for r in [*results.records, *(EpisodeRecord(**line) for line in lines)]:
+        assert r.error == "ZeroDivisionError in grading: division by zero in the verifier"
+        assert r.traceback is not None and "buggy_verify" in r.traceback
+        assert (r.score, r.success, r.steps) == (0.0, False, 2)
+        assert r.task_id in ("t-a", "t-b")

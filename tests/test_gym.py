@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
+from types import SimpleNamespace
 from typing import Any
 
 import gymnasium as gym
@@ -12,6 +13,9 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import taskgym
+from taskgym.core.tool import Tool, ToolResult
+from taskgym.domains.coding import CodingEnv
+from taskgym.tools.shell import SubmitArgs
 
 pytestmark = pytest.mark.sandbox
 
@@ -188,5 +192,90 @@ def test_stepping_does_not_block_an_event_loop() -> None:
     try:
         assert asyncio.run(main()).startswith("done")
         assert ticks >= 20  # the loop kept running while the command slept
+    finally:
+        env.close()
+
+
+LONE = "\ud800"
+SURROGATES: list[Any] = [
+    {"tool": "bash", "args": {"command": f"echo {LONE}"}},
+    '{"tool": "bash", "args": {"command": "echo \\ud800"}}',
+    {"tool": "read_file", "args": {"path": LONE}},
+    {"tool": "write_file", "args": {"path": f"a{LONE}", "content": "x"}},
+    {"tool": "write_file", "args": {"path": "a", "content": "\udc80"}},
+    {"function": {"name": "bash", "arguments": '{"command": "ls \\udfff"}'}},
+    SimpleNamespace(id="c", function=SimpleNamespace(name="bash", arguments={"command": LONE})),
+    {"tool": f"bash{LONE}", "args": {}},
+]
+
+
+def test_strings_that_are_not_utf8_are_error_observations() -> None:
+    env = taskgym.make("coding-terminal-v0", render_mode="ansi")
+    try:
+        env.reset(seed=0)
+        for step, action in enumerate(SURROGATES, start=1):
+            obs, reward, terminated, truncated, info = env.step(action)
+            assert info["step"] == step and info["error"], action
+            assert obs["text"] == f"error: {info['error']}" and not (terminated or truncated)
+            obs["text"].encode("utf-8")
+        assert env.step(ECHO)[0]["text"] == "hi\n[exit code 0]"
+        listing = env.step({"tool": "bash", "args": {"command": "ls -a | grep -c '^a'"}})
+        assert listing[0]["text"] == "0\n[exit code 1]"  # the refused write_file wrote nothing
+        env.render().encode("utf-8")  # type: ignore[union-attr]
+    finally:
+        env.close()
+
+
+class _Crashing(CodingEnv):
+    """The coding env with a tool that has a bug, and a verifier that may have one."""
+
+    verifier_bug = False
+
+    def make_tools(self) -> list[Tool]:
+        def buggy(_args: Any) -> ToolResult:
+            return {}["missing"]  # type: ignore[no-any-return]
+
+        return [*super().make_tools(), Tool("buggy", "Has a bug.", SubmitArgs, buggy)]
+
+    def verify(self, task: Any, session: Any) -> Any:
+        if self.verifier_bug:
+            raise ZeroDivisionError("verifier bug")
+        return super().verify(task, session)
+
+
+def test_a_tool_bug_ends_the_episode_with_a_crash_record(tmp_path, answer_task) -> None:
+    answer_task(tmp_path / "t")
+    env = _Crashing(tasks=tmp_path)
+    try:
+        env.reset(seed=0)
+        session = env.session
+        assert env.step(ECHO)[0]["text"] == "hi\n[exit code 0]"
+        obs, reward, terminated, truncated, info = env.step({"tool": "buggy", "args": {}})
+        assert (reward, terminated, truncated) == (0.0, False, True)
+        crash = info["crash"]
+        assert (crash["type"], crash["message"], crash["where"]) == (
+            "KeyError", "'missing'", "the buggy tool")
+        assert 'return {}["missing"]' in crash["traceback"]
+        assert info["error"].startswith("taskgym crashed in the buggy tool: KeyError: 'missing'.")
+        assert obs["text"] == f"error: {info['error']}" and "reward" not in info
+        assert not session.alive  # the sandbox is gone
+        assert "reset()" in env.step(ECHO)[4]["error"]  # the episode is over
+        env.reset(seed=0)  # and the env works again
+        assert env.step(ECHO)[0]["text"] == "hi\n[exit code 0]"
+    finally:
+        env.close()
+
+
+def test_a_verifier_bug_ends_the_episode_with_a_crash_record(tmp_path, answer_task) -> None:
+    answer_task(tmp_path / "t")
+    env = _Crashing(tasks=tmp_path)
+    env.verifier_bug = True
+    try:
+        env.reset(seed=0)
+        obs, reward, terminated, truncated, info = env.step(SUBMIT)
+        assert (reward, terminated, truncated) == (0.0, False, True)
+        assert (info["crash"]["type"], info["crash"]["where"]) == ("ZeroDivisionError", "grading")
+        assert "verifier bug" in info["error"] and "reward" not in info
+        assert env.last_reward is None
     finally:
         env.close()

@@ -8,6 +8,7 @@ obs, reward, terminated, truncated, info = env.step({"tool": "bash", "args": {"c
 ```
 """
 
+from taskgym.core.checks import check_task_env
 from taskgym.core.env import TaskEnv
 from taskgym.core.registry import list_envs, make, register
 from taskgym.core.reward import RewardResult
@@ -53,6 +54,7 @@ __all__ = [
     "UnknownEnvError",
     "VerifierError",
     "__version__",
+    "check_task_env",
     "evaluate",
     "list_envs",
     "load_task",

@@ -6,6 +6,7 @@ import json
 import statistics
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
@@ -40,6 +41,8 @@ class EpisodeRecord:
     reason: str | None = None
     error: str | None = None
     """Set when the episode crashed (an infrastructure failure, not the agent's score)."""
+    traceback: str | None = None
+    """The crash's traceback, when ``error`` is set."""
 
 
 @dataclass
@@ -104,6 +107,10 @@ def run_episode(env: gym.Env[Any, Any], agent: Agent, seed: int | None = None,
             on_step(action, obs, info)
         if terminated or truncated:
             break
+    crash = info.get("crash")
+    if crash is not None:  # step() ended the episode ungraded (see TaskEnv.step)
+        record.error = f"{crash['type']} in {crash['where']}: {crash['message']}"
+        record.traceback = crash["traceback"]
     result = info.get("reward")
     if result is not None:
         record.score = result.score
@@ -170,7 +177,8 @@ def evaluate(env_id: str, agent: str = "oracle", episodes: int | None = None, wo
             return EpisodeRecord(env_id=env_id, task_id="?", seed=seed, agent=agent, score=0.0,
                                  success=False, steps=0, step_errors=0, wall_sec=0.0,
                                  cpu_sec=0.0, peak_memory_bytes=0,
-                                 error=f"{type(exc).__name__}: {exc}")
+                                 error=f"{type(exc).__name__}: {exc}",
+                                 traceback="".join(traceback.format_exception(exc)))
 
     bar = None
     if progress:

@@ -179,7 +179,7 @@ def test_make_resolves_both_spellings(env_id):
         assert isinstance(env.unwrapped, CodingEnv)
         assert env.spec is not None and env.spec.id == "taskgym/coding-terminal-v0"
         assert env.unwrapped._session is None  # no sandbox started by creation
-        assert env.unwrapped._max_steps == 4
+        assert env.unwrapped.limits(env.unwrapped.task_set.pick(0)).max_steps == 4
         assert repr(env.action_space) == "ToolCallSpace(bash, read_file, write_file, submit)"
         assert isinstance(env.unwrapped.task_set, FolderTaskSet)
     finally:

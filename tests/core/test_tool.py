@@ -163,7 +163,57 @@ def test_python_values_that_are_not_an_object(tools, action, kind):
 
 
 def test_undecodable_bytes(tools):
-    assert _err(b"\xff\xfe\x00", tools).startswith("the action is not valid JSON:")
+    assert _err(b"\xff\xfe\x00", tools) == (
+        "the action is not UTF-8: byte 0xff at position 0 cannot be decoded; send UTF-8 text")
+    arguments = b'{"command": "echo \xc3"}'
+    assert _err({"function": {"name": "bash", "arguments": arguments}}, tools) == (
+        "the arguments of bash is not UTF-8: byte 0xc3 at position 18 cannot be decoded; "
+        "send UTF-8 text")
+
+
+# -- strings that are not Unicode text: lone surrogates, in every place an action holds one --
+
+LONE = "\ud800"
+SURROGATE_ACTIONS = {
+    "dict value": {"tool": "bash", "args": {"command": f"echo {LONE}"}},
+    "low surrogate": {"tool": "bash", "args": {"command": "echo \udc80"}},
+    "path": {"tool": "read_file", "args": {"path": f"a{LONE}.txt"}},
+    "content": {"tool": "write_file", "args": {"path": "a.txt", "content": f"x{LONE}"}},
+    "argument name": {"tool": "write_file", "args": {"path": "a", "content": "", f"k{LONE}": 1}},
+    "nested list": {"tool": "bash", "args": {"command": "ls", "x": [[{"y": ["ok", LONE]}]]}},
+    "nested key": {"tool": "bash", "args": {"command": "ls", "x": {f"{LONE}": 1}}},
+    "json escape": '{"tool": "bash", "args": {"command": "echo \\ud800"}}',
+    "json raw": '{"tool": "bash", "args": {"command": "echo \ud800"}}',
+    "openai arguments": {"id": "c", "type": "function",
+                         "function": {"name": "bash", "arguments": '{"command": "\\udfff"}'}},
+    "sdk object": SimpleNamespace(id="c", function=SimpleNamespace(
+        name="write_file", arguments={"path": "p", "content": LONE})),
+    "call id": {"id": f"call{LONE}", "function": {"name": "bash", "arguments": '{"command": "ls"}'}},
+}
+
+
+@pytest.mark.parametrize("where", list(SURROGATE_ACTIONS))
+def test_lone_surrogates_anywhere_are_refused(tools, where):
+    message = _err(SURROGATE_ACTIONS[where], tools)
+    assert "a lone surrogate, which is not Unicode text and cannot be encoded as UTF-8" in message
+    message.encode("utf-8")  # the message itself is text an agent can be shown
+
+
+def test_surrogate_message_says_where(tools):
+    assert _err({"tool": "bash", "args": {"command": f"echo {LONE}"}}, tools) == (
+        "the argument 'command' of bash holds '\\ud800' at character 5, a lone surrogate, "
+        "which is not Unicode text and cannot be encoded as UTF-8; send UTF-8 text")
+
+
+def test_paired_surrogate_escapes_are_one_character(tools):
+    call = _ok('{"tool": "bash", "args": {"command": "echo \\ud83d\\ude00"}}', tools)
+    assert call.args.command == "echo 😀"
+
+
+def test_unknown_tool_named_with_a_surrogate(tools):
+    message = _err({"tool": f"bash{LONE}", "args": {}}, tools)
+    assert message.startswith("unknown tool 'bash\\ud800'.")
+    message.encode("utf-8")
 
 
 def test_unknown_tool_suggests_the_nearest(tools):
@@ -261,7 +311,25 @@ def test_megabytes_in_openai_arguments(tools):
 
 def test_megabytes_in_a_dict_action_are_refused(tools):
     message = _err({"tool": "bash", "args": {"command": "a" * 3_000_000}}, tools)
-    assert "the limit is 1,000,000" in message
+    assert message == ("the arguments of bash hold more than 1,000,000 characters and values; "
+                       "the limit is 1,000,000 (send long content in several calls)")
+    many = {"tool": "bash", "args": {"command": "ls", "x": [["a" * 10] * 1000] * 1000}}
+    assert "the limit is 1,000,000" in _err(many, tools)
+
+
+def test_self_containing_arguments_stop_at_the_limit(tools):
+    loop: dict[str, Any] = {}
+    loop["again"] = loop
+    assert "the limit is 1,000,000" in _err({"tool": "bash", "args": {"command": "ls", "x": loop}},
+                                            tools)
+
+
+def test_deeply_nested_dict_arguments(tools):
+    deep: Any = "x"
+    for _ in range(200_000):
+        deep = [deep]
+    message = _err({"tool": "write_file", "args": {"path": "a", "content": deep}}, tools)
+    assert message == "invalid arguments for write_file: content: Input should be a valid string"
 
 
 def test_raw_control_characters_make_invalid_json(tools):

@@ -1,4 +1,4 @@
-"""``taskgym list | run | eval | doctor | task check``."""
+"""``taskgym list | run | eval | doctor | images build | env check | task check``."""
 
 from __future__ import annotations
 
@@ -186,8 +186,7 @@ def cmd_images_build(args: argparse.Namespace) -> int:
 
 def cmd_task_check(args: argparse.Namespace) -> int:
     import taskgym
-    from taskgym.agents import NullAgent, OracleAgent
-    from taskgym.evaluation import run_episode
+    from taskgym.core.checks import oracle_then_null
 
     env = taskgym.make(args.env, tasks=args.path, sandbox=args.sandbox)
     base = env.unwrapped
@@ -197,12 +196,8 @@ def cmd_task_check(args: argparse.Namespace) -> int:
     try:
         for task_id in ids:
             problems = []
-            for agent, want in ((OracleAgent(env), 1.0), (NullAgent(), 0.0)):
-                for attempt in (1, 2):
-                    record = run_episode(env, agent, task_id=task_id)
-                    if record.score != want:
-                        problems.append(f"{agent.name} run {attempt} scored {record.score} "
-                                        f"(want {want}): {record.reason or record.components}")
+            for attempt in (1, 2):
+                problems += [f"run {attempt}: {p}" for p in oracle_then_null(env, task_id=task_id)[2]]
             status = "ok  " if not problems else "FAIL"
             print(f"{status} {task_id}")
             for p in problems:
@@ -212,6 +207,25 @@ def cmd_task_check(args: argparse.Namespace) -> int:
         env.close()
     print(f"{len(ids) - bad} of {len(ids)} tasks pass: oracle scores 1 and null scores 0, twice")
     return 1 if bad else 0
+
+
+def cmd_env_check(args: argparse.Namespace) -> int:
+    import taskgym
+
+    kwargs: dict[str, Any] = {"sandbox": args.sandbox}
+    if args.tasks:
+        kwargs["tasks"] = args.tasks
+    report = taskgym.check_task_env(args.env_id, tasks_per_set=args.tasks_per_set, **kwargs)
+    width = max(map(len, report))
+    for name, outcome in report.items():
+        mark = "ok  " if outcome == "ok" else "FAIL"
+        first, *rest = outcome.splitlines() or [""]
+        print(f"{mark} {name}" if outcome == "ok" else f"{mark} {name:<{width}}  {first}")
+        for line in rest:
+            print(f"     {line}")
+    passed = sum(outcome == "ok" for outcome in report.values())
+    print(f"{passed} of {len(report)} checks pass for {args.env_id}")
+    return 0 if passed == len(report) else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -269,6 +283,18 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--rebuild-base", action="store_true",
                        help="run debootstrap again even if taskgym/base exists")
     build.set_defaults(func=cmd_images_build)
+
+    env_parser = sub.add_parser("env", help="env tools")
+    env_sub = env_parser.add_subparsers(dest="env_command", required=True)
+    env_check = env_sub.add_parser(
+        "check", help="every promise of a taskgym env: Gymnasium's check_env, tool schemas, "
+                      "oracle 1 / null 0, 500 garbage actions, limits, seeding, clean close")
+    env_check.add_argument("env_id")
+    env_check.add_argument("--sandbox", default="local")
+    env_check.add_argument("--tasks", help="task folder(s), or a named set (default: curated)")
+    env_check.add_argument("--tasks-per-set", type=int, default=2,
+                           help="tasks of the set and of each generator that oracle and null play")
+    env_check.set_defaults(func=cmd_env_check)
 
     task = sub.add_parser("task", help="task folder tools")
     task_sub = task.add_subparsers(dest="task_command", required=True)

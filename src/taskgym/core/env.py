@@ -6,6 +6,12 @@ tools, a verifier, and the oracle's actions. The base class owns the rest: task 
 (curated, generated, a user's folders), picking a task, starting and stopping the sandbox,
 parsing actions (never raising on bad input), budgets, and grading once the agent submits
 or runs out of steps or time.
+
+``step()`` never raises. A bad action, or a tool failing with a :class:`TaskgymError` or an
+``OSError``, is an error observation and the episode goes on. Any other exception (in a
+tool, in the verifier, or while stopping the sandbox) is a crash: a bug of taskgym or of the
+env, not something the agent did. It ends the episode ungraded (``truncated=True``, reward
+0.0) with ``info["crash"]`` holding its type, message and traceback.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import functools
 import importlib
 import importlib.util
 import time
+import traceback
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -57,6 +64,7 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
             (:class:`~taskgym.sandbox.LocalConfig`, :class:`~taskgym.sandbox.DockerConfig` or a
             mapping with a ``type`` key), or a :class:`Backend` instance.
         max_steps: override every task's step budget.
+        timeout_sec: override every task's wall-clock budget (seconds from ``reset``).
         render_mode: ``"ansi"`` makes :meth:`render` return the episode transcript.
     """
 
@@ -89,6 +97,7 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         sandbox: str | Mapping[str, Any] | LocalConfig | DockerConfig | Backend = "local",
         max_steps: int | None = None,
         render_mode: str | None = None,
+        timeout_sec: float | None = None,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigError(f"render_mode must be one of {self.metadata['render_modes']}")
@@ -97,7 +106,9 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         self._check_requirements()
         self.render_mode = render_mode
         self.task_set = self.resolve_tasks(tasks)
-        self._max_steps = max_steps
+        self._overrides = {key: value for key, value in
+                           (("max_steps", max_steps), ("timeout_sec", timeout_sec))
+                           if value is not None}
         self.tools = self.make_tools()
         self._tools_by_name: Mapping[str, Tool] = {t.name: t for t in self.tools}
         self._tool_specs = [t.openai() for t in self.tools]
@@ -218,10 +229,10 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         return ["curated", "generated", *(f"generated:{g}" for g in generators)]
 
     def limits(self, task: Task) -> Limits:
-        """``task``'s budgets with this env's overrides (``max_steps``)."""
-        if self._max_steps is None:
+        """``task``'s budgets with this env's overrides (``max_steps``, ``timeout_sec``)."""
+        if not self._overrides:
             return task.limits
-        return task.limits.model_copy(update={"max_steps": self._max_steps})
+        return task.limits.model_copy(update=self._overrides)
 
     @property
     def backend(self) -> Backend:
@@ -295,6 +306,8 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
                 result = ToolResult(text=f"error: {exc}", error=str(exc))
             except OSError as exc:
                 result = ToolResult(text=f"error: {exc.strerror or exc}", error=str(exc))
+            except Exception as exc:  # a bug, not the agent's doing: end the episode, say why
+                return self._crash(exc, f"the {call.tool.name} tool", action, info)
         if result.error is not None:
             info["error"] = result.error
         if result.info:
@@ -311,15 +324,38 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
             if truncated:
                 text += ("\n[step limit reached]" if self._steps >= limits.max_steps
                          else "\n[time limit reached]")
-            graded = self._grade()
+            try:
+                graded = self._grade()
+            except Exception as exc:  # the verifier or the sandbox's stop crashed
+                return self._crash(exc, "grading", action, info)
             reward = graded.score
             info["reward"] = graded
             info["usage"] = {"cpu_sec": self.last_usage.cpu_sec,
                              "peak_memory_bytes": self.last_usage.peak_memory_bytes}
             text += f"\n[graded: {graded.summary()}]"
+        text = _utf8(text)
         if self.render_mode == "ansi":
             self._transcript.append(f"$ {_describe(action)}\n{text}")
         return {"text": text}, reward, terminated, truncated, info
+
+    def _crash(self, exc: Exception, where: str, action: Any, info: dict[str, Any]
+               ) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
+        """End the episode after an unexpected exception in ``where``, ungraded."""
+        self._over = True
+        crash = {"type": type(exc).__name__, "message": _utf8(str(exc))[:2000], "where": where,
+                 "traceback": _utf8("".join(traceback.format_exception(exc)))}
+        try:
+            self._end_session()
+        except Exception as cleanup:  # the crash itself may have broken the sandbox
+            crash["cleanup"] = _utf8(f"{type(cleanup).__name__}: {cleanup}")[:2000]
+        message = (f"taskgym crashed in {where}: {crash['type']}: {crash['message']}. This is "
+                   "a bug in taskgym or in the env, not the agent's doing; the episode is over, "
+                   "ungraded (info['crash'] has the traceback; please report it)")
+        info.update(error=message, crash=crash)
+        text = f"error: {message}"
+        if self.render_mode == "ansi":
+            self._transcript.append(f"$ {_describe(action)}\n{text}")
+        return {"text": text}, 0.0, False, True, info
 
     def _grade(self) -> RewardResult:
         assert self.task is not None
@@ -353,5 +389,15 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
 
 
 def _describe(action: Any) -> str:
-    text = action if isinstance(action, str) else repr(action)
-    return text if len(text) < 400 else text[:400] + "..."
+    try:
+        text = action if isinstance(action, str) else repr(action)
+    except Exception as exc:  # an odd object's __repr__
+        text = f"<{type(action).__name__} whose repr raised {type(exc).__name__}>"
+    return _utf8(text if len(text) < 400 else text[:400] + "...")
+
+
+def _utf8(text: str) -> str:
+    """``text`` with any lone surrogate written as an escape, so that it encodes as UTF-8."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -4,6 +4,9 @@ An action names a tool and its arguments. It may come as a dict
 (``{"tool": "bash", "args": {...}}``), the same as a JSON string, or an OpenAI
 ``tool_call`` (object or dict, arguments as a JSON string). Parsing never raises: a
 malformed action yields an :class:`ActionError` whose message says exactly what was wrong.
+Every string of a valid call (its arguments, keys and values at any depth, and its id) is
+text that encodes as UTF-8: lone surrogates such as ``"\\ud800"`` and undecodable bytes are
+refused here, so no tool ever meets them.
 """
 
 from __future__ import annotations
@@ -106,11 +109,59 @@ class _Bad(Exception):
     pass
 
 
+def _text(data: str | bytes, what: str) -> str:
+    """``data`` as a string that encodes as UTF-8, else :class:`_Bad` saying where it fails."""
+    if isinstance(data, bytes):
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _Bad(f"{what} is not UTF-8: byte {data[exc.start]:#04x} at position "
+                       f"{exc.start} cannot be decoded; send UTF-8 text") from None
+    if not data.isascii():
+        try:
+            data.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise _Bad(f"{what} holds {data[exc.start:exc.end]!r} at character {exc.start}, a "
+                       "lone surrogate, which is not Unicode text and cannot be encoded as "
+                       "UTF-8; send UTF-8 text") from None
+    return data
+
+
+def _check_values(name: str, args: dict[Any, Any]) -> None:
+    """Refuse arguments too large in total, or holding a string that is not UTF-8 text.
+
+    The walk is iterative (no recursion limit) and counts every value as well as every
+    character, so a huge or self-containing structure stops at the limit.
+    """
+    size = 0
+    stack: list[tuple[Any, Any]] = [(value, key) for key, value in args.items()]
+    for key in args:
+        if isinstance(key, str):
+            _text(key, f"an argument name of {name}")
+    while stack:
+        value, top = stack.pop()
+        size += 1
+        if isinstance(value, (str, bytes)):
+            size += len(value)
+            if size <= MAX_ACTION_CHARS:
+                _text(value, f"the argument {str(top)[:100]!r} of {name}")
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(key, (str, bytes)):
+                    _text(key, f"a key inside the argument {str(top)[:100]!r} of {name}")
+                stack.append((item, top))
+        elif isinstance(value, (list, tuple)):
+            stack.extend((item, top) for item in value)
+        if size > MAX_ACTION_CHARS:
+            raise _Bad(f"the arguments of {name} hold more than {MAX_ACTION_CHARS:,} characters "
+                       f"and values; the limit is {MAX_ACTION_CHARS:,} (send long content in "
+                       "several calls)")
+
+
 def _split(action: Any) -> tuple[Any, Any, str | None]:
     """(tool name, raw arguments, call id) from any accepted action shape."""
     if isinstance(action, (str, bytes)):
-        text = action.decode("utf-8", "replace") if isinstance(action, bytes) else action
-        action = _loads(text, "the action")
+        action = _loads(_text(action, "the action"), "the action")
     function = getattr(action, "function", None)
     if function is not None and not isinstance(action, dict):  # OpenAI SDK object
         return getattr(function, "name", None), getattr(function, "arguments", None), getattr(
@@ -143,19 +194,15 @@ def parse_action(action: Any, tools: Mapping[str, Tool]) -> ToolCall | ActionErr
             hint = f" Did you mean {near[0]!r}?" if near else ""
             raise _Bad(f"unknown tool {name[:100]!r}.{hint} Available: {', '.join(tools)}")
         if isinstance(args, (str, bytes)):
-            text = args.decode("utf-8", "replace") if isinstance(args, bytes) else args
+            text = _text(args, f"the arguments of {name}")
             args = _loads(text, f"the arguments of {name}") if text.strip() else {}
         if args is None:
             args = {}
         if not isinstance(args, dict):
             raise _Bad(f"the arguments of {name} must be an object, not {type(args).__name__}")
-        size = 0
-        for value in args.values():
-            if type(value) is str or isinstance(value, (str, bytes)):
-                size += len(value)
-        if size > MAX_ACTION_CHARS:
-            raise _Bad(f"the arguments of {name} hold {size:,} characters; the limit is "
-                       f"{MAX_ACTION_CHARS:,}")
+        _check_values(name, args)
+        if isinstance(call_id, str):
+            _text(call_id, "the call id")
         try:
             model = tool.args.model_validate(args)
         except ValidationError as exc:

@@ -1,0 +1,136 @@
+"""check_task_env: every registered id passes, and each kind of broken env is caught."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+import taskgym
+from taskgym.core import checks
+from taskgym.core.fuzz import fuzz_env
+from taskgym.core.tool import Tool, ToolResult
+from taskgym.domains.coding import CodingEnv
+from taskgym.tools.shell import SubmitArgs
+
+pytestmark = pytest.mark.sandbox
+
+EVERY_CHECK = ["gymnasium_check_env", "tool_schemas", "fuzz_500_garbage_actions",
+               "truncation_by_step_limit_then_step_after_the_end", "truncation_by_time_limit",
+               "reset_seed_picks_the_same_task", "close_twice_leaves_nothing", "oracle_1_null_0",
+               "oracle_1_null_0_generated"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env_id", sorted(taskgym.list_envs()))
+def test_every_registered_env_passes(env_id: str) -> None:
+    report = taskgym.check_task_env(env_id, tasks_per_set=1)
+    assert list(report) == EVERY_CHECK
+    assert report == dict.fromkeys(EVERY_CHECK, "ok")
+
+
+class _Broken(CodingEnv):
+    """A coding env with a bad tool name, an oracle that does nothing, and a tool bug."""
+
+    def make_tools(self) -> list[Tool]:
+        def buggy(_args: Any) -> ToolResult:
+            raise IndexError("a bug in a tool")
+
+        return [*super().make_tools(), Tool("bad name", "Has a bug.", SubmitArgs, buggy)]
+
+    def oracle_actions(self, task: Any) -> list[dict[str, Any]]:
+        return [{"tool": "submit", "args": {}}]
+
+
+@pytest.mark.slow
+def test_a_broken_env_fails_the_checks_that_catch_it(tmp_path: Path, answer_task: Any) -> None:
+    answer_task(tmp_path / "t")
+    env = _Broken(tasks=tmp_path)
+    try:
+        report = checks.check_task_env(env, tasks_per_set=1)
+    finally:
+        env.close()
+    assert report["tool_schemas"] == ("tool name 'bad name' is not a valid OpenAI function name "
+                                      "(letters, digits, _ and -, at most 64)")
+    assert report["oracle_1_null_0"].startswith(
+        "oracle on t: score 0.0, success False (want 1.0, True): ")
+    assert report["oracle_1_null_0_generated"].startswith("oracle on ")
+    # check_env and the fuzzing may or may not call the buggy tool: whether they pass varies
+    passing = set(EVERY_CHECK) - {"tool_schemas", "oracle_1_null_0", "oracle_1_null_0_generated",
+                                  "fuzz_500_garbage_actions", "gymnasium_check_env"}
+    assert {name: report[name] for name in passing} == dict.fromkeys(passing, "ok")
+
+
+def test_fuzzing_finds_a_crashing_tool(tmp_path: Path, answer_task: Any) -> None:
+    answer_task(tmp_path / "t")
+    env = _Broken(tasks=tmp_path, max_steps=1000)
+    try:
+        report = fuzz_env(env, 60, seed=0, execute=1.0)
+    finally:
+        env.close()
+    assert report.problems
+    assert any("the env crashed in the bad name tool: IndexError: a bug in a tool" in p
+               for p in report.problems)
+
+
+def test_tool_schemas_check_catches_a_schema_that_disagrees(tmp_path: Path,
+                                                           answer_task: Any) -> None:
+    class Odd(BaseModel):
+        count: int
+
+        @classmethod
+        def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            return {"type": "object", "properties": {"count": {"type": "string"}}}
+
+    class _OddSchema(CodingEnv):
+        def make_tools(self) -> list[Tool]:
+            return [*super().make_tools(), Tool("odd", "d", Odd, lambda a: ToolResult("x"))]
+
+    class _BadSchema(CodingEnv):
+        def make_tools(self) -> list[Tool]:
+            class Bad(Odd):
+                @classmethod
+                def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+                    return {"type": "object", "properties": {"count": {"type": 5}}}
+
+            return [*super().make_tools(), Tool("bad", "d", Bad, lambda a: ToolResult("x"))]
+
+    answer_task(tmp_path / "t")
+    for cls, expected in ((_OddSchema, "odd: {'count': "), (_BadSchema, "bad: not a valid JSON "
+                                                            "Schema: 5 is not valid under any")):
+        env = cls(tasks=tmp_path)
+        try:
+            with pytest.raises(checks.CheckFailed) as failed:
+                checks.CHECKS["tool_schemas"](env, cls)
+        finally:
+            env.close()
+        assert str(failed.value).startswith(expected), str(failed.value)
+
+
+def test_host_state_sees_a_live_sandbox(tmp_path: Path, answer_task: Any) -> None:
+    answer_task(tmp_path / "t")
+    before = checks._host_state()
+    env = taskgym.make("coding-terminal-v0", tasks=str(tmp_path))
+    try:
+        env.reset(seed=0)
+        during = checks._host_state() - before
+        assert any(item.startswith("process ") for item in during), during
+    finally:
+        env.close()
+
+
+def test_oracle_then_null_reports_both_agents(tmp_path: Path, answer_task: Any) -> None:
+    answer_task(tmp_path / "good")
+    answer_task(tmp_path / "free", solve="true\n")
+    (tmp_path / "free" / "environment" / "files" / "answer.txt").write_text("42\n")  # null wins
+    env = taskgym.make("coding-terminal-v0", tasks=str(tmp_path))
+    try:
+        oracle, null, problems = checks.oracle_then_null(env, task_id="good")
+        assert (oracle.score, null.score, problems) == (1.0, 0.0, [])
+        _, _, problems = checks.oracle_then_null(env, task_id="free")
+        assert len(problems) == 1
+        assert problems[0].startswith("null on free: score 1.0, success True (want 0.0, False)")
+    finally:
+        env.close()
