@@ -16,7 +16,7 @@ from taskgym.core.task import FolderTaskSet, Task, TaskSet
 from taskgym.core.tool import Tool, ToolResult
 from taskgym.domains.cad.generators import FAMILIES, generated_tasks
 from taskgym.domains.cad.settings import settings_of
-from taskgym.domains.cad.verifier import INSIDE_DIR, INSIDE_MOUNT, grade_code
+from taskgym.domains.cad.verifier import INSIDE_DIR, INSIDE_MOUNT, check_reference, grade_code
 from taskgym.errors import MissingDependencyError
 from taskgym.sandbox import SandboxSpec, Session
 from taskgym.tools import shell_tools
@@ -104,6 +104,8 @@ class CadEnv(TaskEnv):
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[dict[str, str], dict[str, Any]]:
         obs, info = super().reset(seed=seed, options=options)
+        assert self.task is not None
+        check_reference(self.task, self.backend)  # a broken reference fails here, not at grading
         obs = {"text": obs["text"] + _CONVENTION}
         return obs, info
 

@@ -216,7 +216,7 @@ def _run(path: str) -> dict[str, Any]:
         return {"ok": False, "text": "\n".join(parts)}
     props = geometry.properties(shape)
     geometry.save_brep(shape, CURRENT)
-    problem = geometry.gate_problem(props)
+    problem = geometry.gate_problem(shape)
     parts.append(describe(props))
     parts.append(f"WARNING: {problem}" if problem else "ok: one valid closed solid")
     timing = {"user_code_sec": built - started, "inspect_sec": time.monotonic() - built}
