@@ -40,6 +40,7 @@ OUTPUT_CHARS = 2000
 MESSAGE_LIMIT = 1 << 20
 """Longest request or reply on the socket."""
 TAG = "TASKGYM-CAD"
+REQUEST_SECONDS = 10.0
 PR_SET_DUMPABLE = 4
 KEY: bytearray = bytearray()
 """The server's key; zeroed in every child before it handles a request."""
@@ -100,6 +101,7 @@ def serve(listener: socket.socket) -> None:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     while True:
         conn, _ = listener.accept()
+        conn.settimeout(REQUEST_SECONDS)  # a client that sends nothing cannot hold the server
         with conn:
             try:
                 _answer(conn, listener)
