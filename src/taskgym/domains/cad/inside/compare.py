@@ -308,8 +308,10 @@ def same_holes(got: list[list[float]], expected: list[list[float]], absolute: fl
 def reference_problem(reference: cq.Shape) -> str | None:
     """Why the reference cannot be graded against (the task is at fault), or ``None``."""
     problem = geometry.gate_problem(reference)
-    if problem is None:
-        return None
+    return None if problem is None else _at_fault(problem)
+
+
+def _at_fault(problem: str) -> str:
     return (f"the task's reference is at fault, not the submission: {problem} (fix the task's "
             "tests/reference.*; `taskgym task check <folder>` checks it)")
 
@@ -321,16 +323,15 @@ def evaluate(settings: dict[str, Any], part: cq.Shape, reference: cq.Shape) -> d
     ``hole_diameter_tol_mm``/``hole_diameter_tol_rel`` (a ``None`` absolute tolerance turns
     the check off), ``holes`` (expected ``[[diameter, count], ...]`` or ``None``).
     """
-    props = geometry.properties(part)
-    record: dict[str, Any] = {"properties": props}
-    fault = reference_problem(reference)
-    if fault is not None:
-        return {**record, "gate": False, "reason": fault, "reference_fault": True}
-    ref_solid, _ = geometry.the_solid(reference)
-    ref_props = geometry.properties(reference)
-    record["reference_properties"] = ref_props
     solid, problem = geometry.the_solid(part)
-    if solid is None or ref_solid is None:
+    props = geometry.properties(part, solid)
+    record: dict[str, Any] = {"properties": props}
+    ref_solid, fault = geometry.the_solid(reference)
+    ref_props = geometry.properties(reference, ref_solid)
+    record["reference_properties"] = ref_props
+    if ref_solid is None:
+        return {**record, "gate": False, "reason": _at_fault(str(fault)), "reference_fault": True}
+    if solid is None:
         return {**record, "gate": False, "reason": problem}
     if settings["placement"] == "free":
         found = best_placement(solid, ref_solid)

@@ -128,14 +128,13 @@ def _mesh_solid(path: str) -> cq.Shape:
 
 
 # -- describing -------------------------------------------------------------------------
-def properties(shape: cq.Shape) -> dict[str, Any]:
+def properties(shape: cq.Shape, solid: cq.Shape | None = None) -> dict[str, Any]:
     """What an engineer checks first: solids, validity, closure, volume, size, faces.
 
-    Measured on the part's one solid when it has exactly one (see :func:`the_solid`), so
-    nothing beside it (a stray shell, an inverted one) changes the volume; on the whole
-    shape otherwise, for the description.
+    Measured on ``solid``, the part's one solid if :func:`the_solid` found it, so nothing
+    beside it (a stray shell, an inverted one) changes the volume; on the whole shape
+    otherwise, for the description.
     """
-    solid, _ = the_solid(shape)
     measured = solid if solid is not None else shape
     solids = shape.Solids()
     box = measured.BoundingBox()
@@ -144,7 +143,8 @@ def properties(shape: cq.Shape) -> dict[str, Any]:
     volume = volume_of(measured)
     centre = measured.centerOfMass(measured) if volume > 0 else measured.Center()
     return {
-        "solids": len(solids), "valid": bool(shape.isValid()), "closed": closed,
+        "solids": len(solids), "closed": closed,
+        "valid": True if solid is not None else bool(shape.isValid()),  # the gate checked it
         "volume": volume, "area": measured.Area(),
         "bbox_min": [box.xmin, box.ymin, box.zmin], "bbox_max": [box.xmax, box.ymax, box.zmax],
         "size": [box.xlen, box.ylen, box.zlen], "centre_of_mass": list(centre.toTuple()),

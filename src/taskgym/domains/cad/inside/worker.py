@@ -263,9 +263,9 @@ def _run(path: str) -> dict[str, Any]:
     if shape is None:
         parts.append(f"error:\n{error}")
         return {"ok": False, "text": "\n".join(parts)}
-    props = geometry.properties(shape)
+    solid, problem = geometry.the_solid(shape)
+    props = geometry.properties(shape, solid)
     geometry.save_brep(shape, CURRENT)
-    problem = geometry.gate_problem(shape)
     parts.append(describe(props))
     parts.append(f"WARNING: {problem}" if problem else "ok: one valid closed solid")
     timing = {"user_code_sec": built - started, "inspect_sec": time.monotonic() - built}
