@@ -47,7 +47,8 @@ _CONVENTION = (
     "to a variable named `result` (or call `show_object(part)`). `run_cadquery(code)` saves the "
     "code as /app/part.py and runs it; `render` and `measure` inspect the last part it built. "
     "`submit` grades /app/part.py (or the code you pass to it): it must build exactly one valid "
-    "closed solid, and is scored by its volume overlap (IoU) with the hidden reference part.\n")
+    "closed solid and nothing beside it, and is scored by its volume overlap (IoU) with the "
+    "hidden reference part, halved for each failed check (overall size, round holes).\n")
 
 
 class RunArgs(BaseModel):
