@@ -30,9 +30,39 @@ def test_a_part_scaled_by_1_1_fails(grade: Grade) -> None:
     assert not result.success and result.score < 0.8, result
 
 
-def test_a_part_one_percent_too_large_scores_visibly_less(grade: Grade) -> None:
+def test_a_part_one_percent_too_large_fails_its_checks_and_loses_half_per_check(grade: Grade) -> None:
     result = grade("plate-four-holes", solution("plate-four-holes") + "result = result.val().scale(1.01)\n")
-    assert not result.success and 0.9 < result.score < 0.985, result
+    assert not result.success and 0.9 < result.components["iou"] < 0.985, result
+    assert result.components["check_bbox"] == 0.0 and result.components["check_holes"] == 0.0
+    assert result.score == pytest.approx(result.components["iou"] / 4, abs=1e-6)
+    assert result.details["reference_properties"]["size"] == pytest.approx([100, 60, 8])
+
+
+BOX = "import cadquery as cq\nbox = cq.Workplane().box(1000, 1000, 1000).val()\n"
+FAR = "far = cq.Workplane().box(990, 990, 990).translate((5000, 0, 0)).val()\n"
+INVERTED = "cq.Shape.cast(far.Shells()[0].wrapped.Reversed())"
+
+
+@pytest.mark.parametrize("code", [
+    BOX + FAR + f"result = cq.Compound.makeCompound([box, {INVERTED}])\n",
+    BOX + FAR + "result = cq.Compound.makeCompound([box, far.Shells()[0], far.Faces()[0]])\n",
+    BOX + FAR + "result = cq.Compound.makeCompound([box, far.Wires()[0], far.Edges()[0]])\n",
+    BOX + FAR + (f"result = cq.Compound.makeCompound([cq.Compound.makeCompound([box]),\n"
+                 f"    cq.Compound.makeCompound([cq.Compound.makeCompound([{INVERTED}])])])\n"),
+    BOX + "result = cq.Shape.cast(box.wrapped.Reversed())\n",
+    BOX + FAR + "result = cq.Compound.makeCompound([box, far])\n",
+    BOX + "show_object(box)\nshow_object(box.Faces()[0])\n",
+], ids=["inverted-shell", "free-shell-and-face", "free-wire-and-edge", "nested-compounds",
+        "inverted-solid", "two-solids", "shown-face"])
+def test_a_solid_with_anything_beside_it_is_gated(grade: Grade, code: str) -> None:
+    """The universal hack: one huge box and an inside-out shell that cancels its volume."""
+    result = grade("plate-four-holes", code)
+    assert (result.score, result.gate, result.success) == (0.0, False, False), result
+
+
+def test_a_huge_box_scores_nothing(grade: Grade) -> None:
+    result = grade("plate-four-holes", "import cadquery as cq\nresult = cq.Workplane().box(1e5, 1e5, 1e5)\n")
+    assert result.gate and not result.success and result.score == 0.0, result
     assert result.components["check_bbox"] == 0.0
 
 

@@ -79,7 +79,7 @@ def test_generated_tasks_are_deterministic(tmp_path: Path) -> None:
                 tmp_path / f"{family}-b" / name).read_bytes()
 
 
-@pytest.mark.parametrize("folder", ["step-plate-cm", "stl-ring"])
+@pytest.mark.parametrize("folder", ["step-plate-cm", "stl-ring", "stl-tiny-plate", "tiny-part"])
 def test_user_task_folders_with_step_and_stl_references(folder: str) -> None:
     env = taskgym.make("cad-cadquery-v0", tasks=str(FIXTURES / folder))
     try:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import secrets
 import shlex
 from typing import Any, Literal
 
@@ -14,7 +17,7 @@ from taskgym.core.task import Task
 from taskgym.core.tool import Tool, ToolResult
 from taskgym.domains.cad.generators import FAMILIES
 from taskgym.domains.cad.settings import settings_of
-from taskgym.domains.cad.verifier import INSIDE_DIR, INSIDE_MOUNT, grade_code
+from taskgym.domains.cad.verifier import INSIDE_DIR, INSIDE_MOUNT, check_reference, grade_code
 from taskgym.sandbox import SandboxSpec, Session
 from taskgym.tools import shell_tools
 
@@ -26,13 +29,23 @@ PART_FILE = "part.py"
 MIN_MEMORY_MB = 2048
 WORKER_START_SEC = 180.0
 PART_LIMIT = 1 << 20
+KEY_FILE = ".cad-key"
+"""Where the worker leaves its key at reset (read and deleted before the agent acts)."""
+KEY_BYTES = 32
+REPLY_TAG = "TASKGYM-CAD"
+REPLY_LIMIT = 1 << 16
+RENDER_LIMIT = 8 << 20
+WORKER_GONE = ("the CadQuery worker is not running (it was stopped, for instance by a kill, "
+               "or the sandbox restarted): run_cadquery, render and measure are unavailable "
+               "for the rest of this episode; submit still grades /app/part.py")
 
 _CONVENTION = (
     "\n\n---\nModel the part with CadQuery (`import cadquery as cq`) in millimetres and assign it "
     "to a variable named `result` (or call `show_object(part)`). `run_cadquery(code)` saves the "
     "code as /app/part.py and runs it; `render` and `measure` inspect the last part it built. "
     "`submit` grades /app/part.py (or the code you pass to it): it must build exactly one valid "
-    "closed solid, and is scored by its volume overlap (IoU) with the hidden reference part.\n")
+    "closed solid and nothing beside it, and is scored by its volume overlap (IoU) with the "
+    "hidden reference part, halved for each failed check (overall size, round holes).\n")
 
 
 class RunArgs(BaseModel):
@@ -66,6 +79,29 @@ class SubmitCodeArgs(BaseModel):
         "Final CadQuery code (saved as /app/part.py first); omit to submit /app/part.py."))
 
 
+class WorkerReply(BaseModel):
+    """The shape of a worker's answer; anything else is not an answer."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    ok: bool
+    text: str = Field(max_length=REPLY_LIMIT)
+    png: str | None = Field(default=None, max_length=200)
+    timing: dict[str, float] | None = None
+
+
+def _verified(key: bytes, request: str, answer: str) -> dict[str, Any] | None:
+    """The reply in ``answer`` (``<mac> <json>``) if the mac under ``key`` covers
+    ``request`` and that reply and the reply is well formed; else ``None``."""
+    mac, _, body = answer.partition(" ")
+    expected = hmac.new(key, request.encode() + b"\n" + body.encode(), hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(mac.encode(), expected.encode()):
+        return None
+    try:
+        return WorkerReply.model_validate_json(body).model_dump(exclude_none=True)
+    except ValueError:
+        return None
+
+
 class CadEnv(TaskEnv):
     """CadQuery in a sandbox with a warm worker; ``submit`` compares the part with a hidden one.
 
@@ -83,6 +119,10 @@ class CadEnv(TaskEnv):
     local_requires = ("cadquery",)
     extra = "cad"
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._worker_key: bytes | None = None
+        super().__init__(*args, **kwargs)
+
     def sandbox_spec(self, task: Task) -> SandboxSpec:
         spec = super().sandbox_spec(task)
         return spec.model_copy(update={
@@ -92,22 +132,46 @@ class CadEnv(TaskEnv):
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[dict[str, str], dict[str, Any]]:
         obs, info = super().reset(seed=seed, options=options)
+        assert self.task is not None
+        check_reference(self.task, self.backend)  # a broken reference fails here, not at grading
+        self._start_worker()
         obs = {"text": obs["text"] + _CONVENTION}
         return obs, info
 
     # -- tools ------------------------------------------------------------------------
+    def _start_worker(self) -> None:
+        """Start the episode's CadQuery server and take its key, before the agent acts."""
+        self._worker_key = None
+        result = self.session.exec(f"python3 -I -B {INSIDE_MOUNT}/worker.py start", timeout=30)
+        try:
+            key = self.session.read_file(KEY_FILE, limit=64)
+        except (OSError, ValueError):
+            key = b""
+        self.session.exec(f"rm -f /app/{KEY_FILE}", timeout=30)
+        if result.exit_code == 0 and len(key) == KEY_BYTES:
+            self._worker_key = key
+
     def _call_worker(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
-        command = (f"python3 -I -S {INSIDE_MOUNT}/worker.py call "
-                   f"{shlex.quote(json.dumps(request))}")
+        """The worker's reply to ``request``, or an error reply; never raises for anything
+        the sandbox prints: only a reply the server signed for this very request counts."""
+        if self._worker_key is None:
+            return {"ok": False, "text": WORKER_GONE, "channel_error": True}
+        line = json.dumps({**request, "nonce": secrets.token_hex(16)}, sort_keys=True)
+        command = f"python3 -I -S {INSIDE_MOUNT}/worker.py call {shlex.quote(line)}"
         limit = max(1.0, min(timeout + WORKER_START_SEC, self.remaining_seconds()))
         result = self.session.exec(command, timeout=limit)
-        try:
-            reply: dict[str, Any] = json.loads(result.stdout)
-            return reply
-        except ValueError:
-            detail = (result.stdout + result.stderr)[-1500:]
-            timed = " (timed out)" if result.timed_out else ""
-            return {"ok": False, "text": f"the CadQuery worker gave no answer{timed}:\n{detail}"}
+        if f"{REPLY_TAG}-GONE " in result.stdout:
+            return {"ok": False, "text": WORKER_GONE, "channel_error": True}
+        for answer in result.stdout.splitlines():
+            if answer.startswith(REPLY_TAG + " "):
+                reply = _verified(self._worker_key, line, answer[len(REPLY_TAG) + 1:])
+                if reply is not None:
+                    return reply
+        timed = " (timed out)" if result.timed_out else ""
+        detail = (result.stdout + result.stderr)[-1500:]
+        return {"ok": False, "text": f"the CadQuery worker's answer could not be trusted (no reply "
+                                     f"signed by this episode's worker for this request){timed}:"
+                                     f"\n{detail}", "channel_error": True}
 
     def _run_cadquery(self, args: RunArgs) -> ToolResult:
         if args.code is not None:
@@ -117,13 +181,18 @@ class CadEnv(TaskEnv):
         reply = self._call_worker({"op": "run", "path": f"/app/{PART_FILE}",
                                    "timeout": settings.run_timeout_sec,
                                    "memory_mb": settings.run_memory_mb}, settings.run_timeout_sec)
-        return ToolResult(reply["text"], info={"ok": reply["ok"], "timing": reply.get("timing")})
+        return ToolResult(reply["text"], info={"ok": reply["ok"], "timing": reply.get("timing")},
+                          error=reply["text"] if reply.get("channel_error") else None)
 
     def _render(self, args: RenderArgs) -> ToolResult:
         reply = self._call_worker({"op": "render", "view": args.view, "timeout": 60}, 60)
-        if not reply["ok"]:
+        if not reply["ok"] or "png" not in reply:
             return ToolResult(reply["text"], error=reply["text"])
-        return ToolResult(reply["text"], images=(self.session.read_file(reply["png"]),))
+        try:
+            image = self.session.read_file(reply["png"], limit=RENDER_LIMIT)
+        except (OSError, ValueError) as exc:
+            return ToolResult(f"error: the render could not be read: {exc}", error=str(exc))
+        return ToolResult(reply["text"], images=(image,))
 
     def _measure(self, args: MeasureArgs) -> ToolResult:
         request: dict[str, Any] = {"op": "measure", "query": args.query, "timeout": 60}

@@ -23,9 +23,14 @@ class CadChecks(BaseModel):
 
     bbox_tol_mm: float | Literal[False] = Field(default=0.1, ge=0)
     """Largest allowed difference of the overall size along X, Y and Z; ``false`` turns it off."""
+    bbox_tol_rel: float = Field(default=0.005, gt=0, le=1)
+    """The same as a fraction of the reference's largest size; the stricter of the two applies,
+    so a part 1 % too large fails at every scale."""
     hole_diameter_tol_mm: float | Literal[False] = Field(default=0.05, ge=0)
     """Round holes must match the reference's in count per diameter, within this tolerance;
     ``false`` turns the check off."""
+    hole_diameter_tol_rel: float = Field(default=0.005, gt=0, le=1)
+    """The same as a fraction of the diameter; the stricter of the two applies."""
     holes: tuple[tuple[float, int], ...] | None = None
     """Expected ``[[diameter_mm, count], ...]``; by default read off the reference (needed for
     STL references, whose holes are facets, not cylinders)."""

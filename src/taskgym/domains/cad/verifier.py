@@ -9,6 +9,7 @@ comes back over a pipe, tagged with a per-run nonce.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
@@ -19,10 +20,11 @@ from typing import Any
 from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task
 from taskgym.domains.cad.settings import reference_file, settings_of
+from taskgym.errors import ConfigError
 from taskgym.sandbox import Backend, SandboxSpec
 from taskgym.sandbox._reaper import runtime_root, session_name
 
-__all__ = ["INSIDE_DIR", "INSIDE_MOUNT", "grade_code"]
+__all__ = ["CHECK_PENALTY", "INSIDE_DIR", "INSIDE_MOUNT", "check_reference", "grade_code"]
 
 INSIDE_DIR = Path(__file__).parent / "inside"
 """Scripts that run inside sandboxes (worker, grader, geometry, render)."""
@@ -30,15 +32,87 @@ INSIDE_MOUNT = "/.cad"
 REPORT_LIMIT = 1 << 20
 
 
+CHECK_PENALTY = 0.5
+"""Each failed named check multiplies the score by this: a part with the right volume but a
+wrong size or wrong holes never collects the full reward."""
+_CHECKED: dict[tuple[str, str], str | None] = {}
+"""Reference checks already run in this process: (task folder, digest) -> fault or ``None``."""
+
+
 def grade_code(task: Task, code: bytes, backend: Backend) -> RewardResult:
-    """Run ``code`` as the task's part in a fresh sandbox and compare it with the reference."""
+    """Run ``code`` as the task's part in a fresh sandbox and compare it with the reference.
+
+    ``score`` = IoU x 0.5 per failed named check (0 when the gate fails); ``success`` =
+    IoU >= the threshold and every check passed.
+    """
+    settings = settings_of(task)
+    record, common, timed_out, log = _grade(task, backend, code)
+    if timed_out:
+        return RewardResult.failed(f"grading ran past {task.limits.verifier_timeout_sec:g}s",
+                                   **common)
+    if record is None:
+        return RewardResult.failed("the grader ended without its report", log=log, **common)
+    if record.get("reference_fault"):
+        _CHECKED[_key(task)] = str(record.get("reason"))
+    if not record.get("gate"):
+        return RewardResult.failed(str(record.get("reason")), **common,
+                                   properties=record.get("properties"),
+                                   reference_properties=record.get("reference_properties"),
+                                   reference_fault=bool(record.get("reference_fault")))
+    iou = round(float(record["iou"]), 6)  # volumes are not exact past that; identical parts score 1
+    assert 0.0 <= iou <= 1.0, record  # the grader's intersection lies within its union
+    checks: dict[str, Any] = record["checks"]
+    components = {"iou": iou, "chamfer_mm": float(record["chamfer_mm"])}
+    components.update({f"check_{name}": float(check["passed"]) for name, check in checks.items()})
+    failed = sorted(name for name, check in checks.items() if not check["passed"])
+    success = iou >= settings.iou_threshold and not failed
+    details: dict[str, Any] = {**common, "checks": checks, "properties": record["properties"],
+                               "reference_properties": record["reference_properties"],
+                               "overlap": record["overlap"]}
+    if not success:
+        details["reason"] = "; ".join(
+            ([f"IoU {iou:.4f} < {settings.iou_threshold}"] if iou < settings.iou_threshold else [])
+            + ([f"checks failed: {', '.join(failed)} (each halves the score)"] if failed else []))
+    score = round(iou * CHECK_PENALTY ** len(failed), 6)
+    return RewardResult(score=score, success=success, components=components, details=details)
+
+
+def check_reference(task: Task, backend: Backend) -> None:
+    """Raise :class:`ConfigError` when the task's reference is not one valid solid.
+
+    Builds the reference in a fresh grading sandbox, once per task folder and reference
+    content in this process.
+    """
+    key = _key(task)
+    if key not in _CHECKED:
+        record, _, timed_out, log = _grade(task, backend, None)
+        if record is None:
+            raise ConfigError(f"{reference_file(task)}: the reference could not be built "
+                              f"({'timed out' if timed_out else 'no report'}): {log[-1500:]}")
+        _CHECKED[key] = None if record.get("gate") else str(record.get("reason"))
+    fault = _CHECKED[key]
+    if fault is not None:
+        raise ConfigError(f"{reference_file(task)}: {fault}")
+
+
+def _key(task: Task) -> tuple[str, str]:
+    reference = reference_file(task)
+    digest = hashlib.sha256(reference.read_bytes() + settings_of(task).units.encode()).hexdigest()
+    return str(task.path), digest
+
+
+def _grade(task: Task, backend: Backend, code: bytes | None
+           ) -> tuple[dict[str, Any] | None, dict[str, Any], bool, str]:
+    """Run the grader (on ``code``, or on the reference alone when ``None``): its record,
+    the common details, whether it timed out, and its log."""
     settings = settings_of(task)
     reference = reference_file(task)
     kind = reference.suffix.lstrip(".").replace("stp", "step")
+    checks = settings.checks
     secret = {"reference_kind": kind, "units": settings.units, "placement": settings.placement,
-              "bbox_tol_mm": _on(settings.checks.bbox_tol_mm),
-              "hole_diameter_tol_mm": _on(settings.checks.hole_diameter_tol_mm),
-              "holes": settings.checks.holes}
+              "bbox_tol_mm": _on(checks.bbox_tol_mm), "bbox_tol_rel": checks.bbox_tol_rel,
+              "hole_diameter_tol_mm": _on(checks.hole_diameter_tol_mm),
+              "hole_diameter_tol_rel": checks.hole_diameter_tol_rel, "holes": checks.holes}
     limits = task.limits
     nonce = secrets.token_hex(16)
     fds: list[int] = []
@@ -64,9 +138,11 @@ def grade_code(task: Task, code: bytes, backend: Backend) -> RewardResult:
             env={"TASKGYM_NONCE_FD": str(nonce_r), "TASKGYM_REPORT_FD": str(report_w),
                  "TASKGYM_SECRET_FD": str(secret_fd), "PYTHONDONTWRITEBYTECODE": "1",
                  "TASKGYM_RUN_TIMEOUT": str(settings.run_timeout_sec),
-                 "TASKGYM_RUN_MEMORY_MB": str(settings.run_memory_mb)})
+                 "TASKGYM_RUN_MEMORY_MB": str(settings.run_memory_mb),
+                 "TASKGYM_CHECK_REFERENCE": "1" if code is None else "0"})
         with tempfile.TemporaryDirectory(prefix=session_name() + "-", dir=runtime_root()) as tmp:
-            (Path(tmp) / "part.py").write_bytes(code)
+            if code is not None:
+                (Path(tmp) / "part.py").write_bytes(code)
             result, usage = backend.run(
                 spec, ["python3", "-I", "-B", f"{INSIDE_MOUNT}/grade.py"], seed=Path(tmp),
                 timeout=limits.verifier_timeout_sec, pass_fds=[nonce_r, report_w, secret_fd])
@@ -75,29 +151,11 @@ def grade_code(task: Task, code: bytes, backend: Backend) -> RewardResult:
         for fd in fds:
             os.close(fd)
     common: dict[str, Any] = {"verifier_seconds": round(result.duration_sec, 3),
-              "verifier_cpu_seconds": round(usage.cpu_sec, 3)}
+                              "verifier_cpu_seconds": round(usage.cpu_sec, 3)}
     record = _record(report, nonce)
     if record is not None:
         common["timing"] = record.get("timing")
-    if result.timed_out:
-        return RewardResult.failed(f"grading ran past {limits.verifier_timeout_sec:g}s", **common)
-    if record is None:
-        log = (result.stdout + result.stderr)[-2000:]
-        return RewardResult.failed("the grader ended without its report", log=log, **common)
-    if not record.get("gate"):
-        return RewardResult.failed(str(record.get("reason")), **common,
-                                   properties=record.get("properties"))
-    iou = round(float(record["iou"]), 6)  # volumes are not exact past that; identical parts score 1
-    checks: dict[str, Any] = record["checks"]
-    components = {"iou": iou, "chamfer_mm": float(record["chamfer_mm"])}
-    components.update({f"check_{name}": float(check["passed"]) for name, check in checks.items()})
-    failed = sorted(name for name, check in checks.items() if not check["passed"])
-    success = iou >= settings.iou_threshold and not failed
-    details: dict[str, Any] = {**common, "checks": checks, "properties": record["properties"]}
-    if not success:
-        details["reason"] = (f"IoU {iou:.4f} < {settings.iou_threshold}" if iou < settings.iou_threshold
-                             else f"checks failed: {', '.join(failed)}")
-    return RewardResult(score=iou, success=success, components=components, details=details)
+    return record, common, result.timed_out, (result.stdout + result.stderr)[-2000:]
 
 
 def _on(value: float | bool) -> float | None:

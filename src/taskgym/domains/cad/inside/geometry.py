@@ -15,18 +15,30 @@ import cadquery as cq
 import numpy as np
 from OCP.BRep import BRep_Tool
 from OCP.BRepAdaptor import BRepAdaptor_Surface
-from OCP.BRepAlgoAPI import BRepAlgoAPI_Common
 from OCP.BRepBuilderAPI import BRepBuilderAPI_MakeSolid, BRepBuilderAPI_Sewing
-from OCP.BRepClass3d import BRepClass3d_SolidClassifier
+from OCP.BRepCheck import BRepCheck_Analyzer
+from OCP.BRepClass3d import BRepClass3d, BRepClass3d_SolidClassifier
 from OCP.BRepExtrema import BRepExtrema_DistShapeShape
 from OCP.BRepGProp import BRepGProp
 from OCP.BRepTools import BRepTools
 from OCP.gp import gp_Pnt
 from OCP.GProp import GProp_GProps
 from OCP.StlAPI import StlAPI_Reader
-from OCP.TopAbs import TopAbs_IN, TopAbs_ON, TopAbs_SHELL
+from OCP.TopAbs import (
+    TopAbs_COMPOUND,
+    TopAbs_COMPSOLID,
+    TopAbs_EDGE,
+    TopAbs_FACE,
+    TopAbs_IN,
+    TopAbs_ON,
+    TopAbs_OUT,
+    TopAbs_SHELL,
+    TopAbs_SOLID,
+    TopAbs_VERTEX,
+    TopAbs_WIRE,
+)
 from OCP.TopExp import TopExp_Explorer
-from OCP.TopoDS import TopoDS, TopoDS_Shape
+from OCP.TopoDS import TopoDS, TopoDS_Iterator, TopoDS_Shape
 
 UNITS_MM = {"mm": 1.0, "cm": 10.0, "m": 1000.0, "in": 25.4}
 """Millimetres per unit a reference may be drawn in."""
@@ -116,37 +128,94 @@ def _mesh_solid(path: str) -> cq.Shape:
 
 
 # -- describing -------------------------------------------------------------------------
-def properties(shape: cq.Shape) -> dict[str, Any]:
-    """What an engineer checks first: solids, validity, closure, volume, size, faces."""
+def properties(shape: cq.Shape, solid: cq.Shape | None = None) -> dict[str, Any]:
+    """What an engineer checks first: solids, validity, closure, volume, size, faces.
+
+    Measured on ``solid``, the part's one solid if :func:`the_solid` found it, so nothing
+    beside it (a stray shell, an inverted one) changes the volume; on the whole shape
+    otherwise, for the description.
+    """
+    measured = solid if solid is not None else shape
     solids = shape.Solids()
-    box = shape.BoundingBox()
-    shells = [s for solid in solids for s in solid.Shells()]
+    box = measured.BoundingBox()
+    shells = [s for one in solids for s in one.Shells()]
     closed = bool(shells) and all(BRep_Tool.IsClosed_s(s.wrapped) for s in shells)
-    volume = _volume(shape)
-    centre = shape.centerOfMass(shape) if volume > 0 else shape.Center()
+    volume = volume_of(measured)
+    centre = measured.centerOfMass(measured) if volume > 0 else measured.Center()
     return {
-        "solids": len(solids), "valid": bool(shape.isValid()), "closed": closed,
-        "volume": volume, "area": shape.Area(),
+        "solids": len(solids), "closed": closed,
+        "valid": True if solid is not None else bool(shape.isValid()),  # the gate checked it
+        "volume": volume, "area": measured.Area(),
         "bbox_min": [box.xmin, box.ymin, box.zmin], "bbox_max": [box.xmax, box.ymax, box.zmax],
         "size": [box.xlen, box.ylen, box.zlen], "centre_of_mass": list(centre.toTuple()),
         "faces": len(shape.Faces()), "edges": len(shape.Edges()),
     }
 
 
-def gate_problem(props: dict[str, Any]) -> str | None:
-    """Why the shape is not exactly one valid closed solid, or ``None``."""
-    if props["solids"] != 1:
-        return f"the part has {props['solids']} solids; exactly one is required (union them)"
-    if not props["valid"]:
-        return "the solid is not valid (OpenCascade's checker rejects it)"
-    if not props["closed"]:
-        return "the solid is not closed"
-    if props["volume"] <= 0:
-        return "the solid has no positive volume (inside out?)"
-    return None
+def the_solid(shape: cq.Shape) -> tuple[cq.Shape | None, str | None]:
+    """The part's one solid, or why the part is not exactly one valid, closed, positively
+    oriented solid with nothing beside it.
+
+    Compounds (nested or not) are unwrapped; whatever they hold besides the one solid (a
+    free shell, face, wire, edge or vertex, a second solid) fails. Inside the solid, the
+    first shell must enclose positive volume and every other shell must be a void: inverted
+    and inside the first one.
+    """
+    leaves = _leaves(shape.wrapped)
+    solids = [leaf for leaf in leaves if leaf.ShapeType() == TopAbs_SOLID]
+    others = sorted({_KIND.get(leaf.ShapeType(), "shape") for leaf in leaves} - {"solid"})
+    if len(solids) != 1:
+        return None, f"the part has {len(solids)} solids; exactly one is required (union them)"
+    if others:
+        return None, (f"the part holds {', '.join(others)} besides its solid; the result must be "
+                      "the one solid alone")
+    solid = cq.Shape.cast(solids[0])
+    if not BRepCheck_Analyzer(solid.wrapped).IsValid():
+        return None, "the solid is not valid (OpenCascade's checker rejects it)"
+    shells = solid.Shells()
+    if not shells or not all(BRep_Tool.IsClosed_s(s.wrapped) for s in shells):
+        return None, "the solid is not closed"
+    volume = volume_of(solid)
+    if volume <= 0:
+        return None, "the solid has no positive volume (inside out?)"
+    outer = cq.Shape.cast(BRepClass3d.OuterShell_s(TopoDS.Solid_s(solid.wrapped)))
+    outer_solid = cq.Shape.cast(BRepBuilderAPI_MakeSolid(TopoDS.Shell_s(outer.wrapped)).Solid())
+    if volume_of(outer_solid) <= 0:
+        return None, "the solid's outer shell is inside out"
+    for shell in shells:
+        if shell.wrapped.IsSame(outer.wrapped):
+            continue
+        void = cq.Shape.cast(BRepBuilderAPI_MakeSolid(TopoDS.Shell_s(shell.wrapped)).Solid())
+        corner = shell.Vertices()[0].toTuple() if shell.Vertices() else (math.inf,) * 3
+        inside = BRepClass3d_SolidClassifier(outer_solid.wrapped, gp_Pnt(*corner), 1e-7).State()
+        if volume_of(void) >= 0 or inside == TopAbs_OUT:
+            return None, "the solid has a second shell that is not a void inside the first"
+    return solid, None
 
 
-def _volume(shape: cq.Shape) -> float:
+_KIND = {TopAbs_COMPSOLID: "a compsolid", TopAbs_SOLID: "solid", TopAbs_SHELL: "a free shell",
+         TopAbs_FACE: "a free face", TopAbs_WIRE: "a free wire", TopAbs_EDGE: "a free edge",
+         TopAbs_VERTEX: "a free vertex"}
+
+
+def _leaves(shape: TopoDS_Shape) -> list[TopoDS_Shape]:
+    """What ``shape`` holds once compounds are unwrapped (a compsolid is one leaf)."""
+    if shape.ShapeType() != TopAbs_COMPOUND:
+        return [shape]
+    found = []
+    children = TopoDS_Iterator(shape)
+    while children.More():
+        found.extend(_leaves(children.Value()))
+        children.Next()
+    return found
+
+
+def gate_problem(shape: cq.Shape) -> str | None:
+    """Why ``shape`` is not exactly one valid closed solid, or ``None``."""
+    return the_solid(shape)[1]
+
+
+def volume_of(shape: cq.Shape) -> float:
     props = GProp_GProps()
     BRepGProp.VolumeProperties_s(shape.wrapped, props)
     return float(props.Mass())
@@ -202,19 +271,6 @@ def _positive(direction: np.ndarray) -> bool:
     return True
 
 
-def hole_counts(found: list[dict[str, Any]], tolerance: float) -> list[list[float]]:
-    """``[[diameter, count], ...]``, diameters within ``tolerance`` merged."""
-    counts: list[list[float]] = []
-    for hole in found:
-        for entry in counts:
-            if abs(entry[0] - hole["diameter"]) <= tolerance:
-                entry[1] += 1
-                break
-        else:
-            counts.append([hole["diameter"], 1])
-    return counts
-
-
 def point_query(shape: cq.Shape, point: tuple[float, float, float]) -> dict[str, Any]:
     """Distance from ``point`` to the part's surface, and whether it lies inside."""
     vertex = cq.Vertex.makeVertex(*point)
@@ -232,22 +288,17 @@ def point_query(shape: cq.Shape, point: tuple[float, float, float]) -> dict[str,
 
 
 # -- comparing --------------------------------------------------------------------------
-def iou(a: cq.Shape, b: cq.Shape) -> float:
-    """Volume of the intersection over volume of the union, exact (OpenCascade booleans)."""
-    common = BRepAlgoAPI_Common(a.wrapped, b.wrapped)
-    if not common.IsDone():
-        raise ValueError("the boolean intersection with the reference failed")
-    inter = _volume(cq.Shape.cast(common.Shape()))
-    union = _volume(a) + _volume(b) - inter
-    return max(0.0, min(1.0, inter / union)) if union > 0 else 0.0
+def mesh_of(shape: cq.Shape) -> tuple[np.ndarray, np.ndarray]:
+    """The tessellated surface: vertices (n x 3) and triangles (m x 3 vertex indices), with a
+    chord error of a thousandth of the part's diagonal."""
+    box = shape.BoundingBox()
+    vertices, triangles = shape.tessellate(max(box.DiagonalLength * 1e-3, 1e-9), 0.3)
+    return np.array([v.toTuple() for v in vertices]), np.array(triangles, dtype=np.int64)
 
 
 def surface_samples(shape: cq.Shape, count: int, seed: int = 0) -> np.ndarray:
     """``count`` points spread uniformly by area over the tessellated surface."""
-    box = shape.BoundingBox()
-    vertices, triangles = shape.tessellate(max(box.DiagonalLength * 1e-3, 1e-3), 0.3)
-    pts = np.array([v.toTuple() for v in vertices])
-    tri = np.array(triangles)
+    pts, tri = mesh_of(shape)
     a, b, c = pts[tri[:, 0]], pts[tri[:, 1]], pts[tri[:, 2]]
     areas = np.linalg.norm(np.cross(b - a, c - a), axis=1) / 2
     rng = np.random.default_rng(seed)

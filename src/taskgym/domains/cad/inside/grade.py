@@ -29,6 +29,7 @@ from typing import Any  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import compare as compare_parts  # noqa: E402
 import geometry  # noqa: E402
 
 OUT = "/tmp/.grade"
@@ -128,49 +129,17 @@ def _read_all(fd: int) -> bytes:
 
 
 def compare(settings: dict[str, Any], reference_data: bytes) -> dict[str, Any]:
-    """Gate, IoU, named checks and chamfer distance of the submitted part."""
-    part = geometry.load_brep(PART)
-    props = geometry.properties(part)
-    problem = geometry.gate_problem(props)
-    record: dict[str, Any] = {"properties": props}
-    if problem:
-        return {**record, "gate": False, "reason": problem}
+    """The submitted part (as the child wrote it) against the reference."""
     reference = geometry.load_reference(settings["reference_kind"], reference_data, settings["units"])
-    ref_props = geometry.properties(reference)
-    if settings["placement"] == "free":
-        shift = [r - p for r, p in zip(ref_props["centre_of_mass"], props["centre_of_mass"], strict=True)]
-        part = part.translate(geometry.cq.Vector(*shift))
-        record["translation"] = shift
-    record["iou"] = geometry.iou(part, reference)
-    record["chamfer_mm"] = geometry.chamfer_distance(part, reference)
-    checks: dict[str, Any] = {}
-    bbox_tol = settings.get("bbox_tol_mm")
-    if bbox_tol is not None:
-        gaps = [abs(a - b) for a, b in zip(props["size"], ref_props["size"], strict=True)]
-        checks["bbox"] = {"passed": max(gaps) <= bbox_tol, "size": props["size"],
-                          "expected": ref_props["size"], "tolerance_mm": bbox_tol}
-    hole_tol = settings.get("hole_diameter_tol_mm")
-    expected_holes = settings.get("holes")
-    if hole_tol is not None and (expected_holes is not None or settings["reference_kind"] != "stl"):
-        if expected_holes is None:
-            expected_holes = geometry.hole_counts(geometry.holes(reference), hole_tol)
-        got = geometry.hole_counts(geometry.holes(part), hole_tol)
-        checks["holes"] = {"passed": _same_holes(got, expected_holes, hole_tol), "found": got,
-                           "expected_count": sum(int(n) for _, n in expected_holes),
-                           "tolerance_mm": hole_tol}
-    record["checks"] = checks
-    record["gate"] = True
-    return record
+    return compare_parts.evaluate(settings, geometry.load_brep(PART), reference)
 
 
-def _same_holes(got: list[list[float]], expected: list[list[float]], tolerance: float) -> bool:
-    unmatched = [list(e) for e in expected]
-    for diameter, count in got:
-        match = next((e for e in unmatched if abs(e[0] - diameter) <= tolerance and e[1] == count), None)
-        if match is None:
-            return False
-        unmatched.remove(match)
-    return not unmatched
+def check_reference(settings: dict[str, Any], reference_data: bytes) -> dict[str, Any]:
+    """Only the reference: whether it is one valid solid (a task check, no submission)."""
+    reference = geometry.load_reference(settings["reference_kind"], reference_data, settings["units"])
+    fault = compare_parts.reference_problem(reference)
+    return {"gate": fault is None, "reason": fault, "reference_fault": fault is not None,
+            "reference_properties": geometry.properties(reference)}
 
 
 def main() -> None:
@@ -178,7 +147,8 @@ def main() -> None:
     timeout = float(os.environ.get("TASKGYM_RUN_TIMEOUT", "60"))
     memory_mb = int(os.environ.get("TASKGYM_RUN_MEMORY_MB", "1024"))
     imported = time.monotonic()
-    failure = run_submission(timeout, memory_mb)
+    only_reference = os.environ.get("TASKGYM_CHECK_REFERENCE") == "1"
+    failure = None if only_reference else run_submission(timeout, memory_mb)
     ran = time.monotonic()
     nonce = _read_all(_fd("TASKGYM_NONCE_FD")).decode()
     header, _, reference = _read_all(_fd("TASKGYM_SECRET_FD")).partition(b"\n")
@@ -187,7 +157,7 @@ def main() -> None:
         record: dict[str, Any] = {"gate": False, "reason": failure}
     else:
         try:
-            record = compare(settings, reference)
+            record = (check_reference if only_reference else compare)(settings, reference)
         except Exception:
             record = {"gate": False, "reason": "the part could not be compared with the reference:\n"
                                                + traceback.format_exc(limit=-2)[-1500:]}

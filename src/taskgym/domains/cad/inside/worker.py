@@ -1,21 +1,28 @@
 """The warm CadQuery worker of an episode, and the command that talks to it.
 
-``python3 -I -B worker.py serve`` imports CadQuery once and serves requests on a unix socket
-in /tmp; each request (run the code, render, measure) is handled in a forked child with its
-own time and memory bounds, so a run starts warm and cannot disturb the next one.
-``python3 -I -S worker.py call '<json>'`` sends one request (starting the server first if it
-is not running) and prints the JSON reply. Runs inside the agent's sandbox.
+``python3 -I -B worker.py start`` (run by the env at reset, before the agent acts) makes a
+non-dumpable server with a fresh 32-byte key, which it leaves in ``/app/.cad-key`` for the
+env to read (the env deletes it at once). The server imports CadQuery at its first request
+and serves requests on a unix socket in /tmp; each request (run the code, render, measure)
+is handled in a forked child with its own time and memory bounds, which forgets the key
+first, so a run starts warm and can neither disturb the next one nor learn the key.
+``python3 -I -S worker.py call '<json>'`` sends one request and prints ``TASKGYM-CAD <mac>
+<reply json>``: the mac is HMAC-SHA256 under the key of the request and the reply, so the
+env trusts no answer the server did not give to that very request. Runs inside the agent's
+sandbox; a server that is gone is not restarted (its key could not be handed over safely
+once the agent has acted).
 """
 
 from __future__ import annotations
 
+import ctypes
+import hmac
 import json
 import os
 import resource
 import select
 import signal
 import socket
-import subprocess
 import sys
 import time
 import traceback
@@ -25,81 +32,129 @@ STATE = "/tmp/.taskgym-cad"
 SOCKET = f"{STATE}/worker.sock"
 CURRENT = f"{STATE}/current.brep"
 OUTPUT = f"{STATE}/output.txt"
+KEY_FILE = "/app/.cad-key"
+"""Where the server leaves its key for the env (which reads and deletes it at reset)."""
 RENDERS = ".cad"
 """Render PNGs go here, relative to the workspace, where the env reads them."""
 OUTPUT_CHARS = 2000
-START_SECONDS = 180.0
+MESSAGE_LIMIT = 1 << 20
+"""Longest request or reply on the socket."""
+TAG = "TASKGYM-CAD"
+REQUEST_SECONDS = 10.0
+PR_SET_DUMPABLE = 4
+KEY: bytearray = bytearray()
+"""The server's key; zeroed in every child before it handles a request."""
 
 
 # -- client -----------------------------------------------------------------------------
 def call(request: str) -> int:
-    deadline = time.monotonic() + START_SECONDS
-    server: subprocess.Popen[bytes] | None = None
-    while True:
-        try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-                conn.connect(SOCKET)
-                conn.sendall(request.encode() + b"\n")
-                reply = b"".join(iter(lambda: conn.recv(65536), b""))
-            sys.stdout.write(reply.decode())
-            return 0
-        except (FileNotFoundError, ConnectionRefusedError):
-            if server is None:
-                os.makedirs(STATE, exist_ok=True)
-                with open(f"{STATE}/worker.log", "ab") as log:
-                    server = subprocess.Popen(
-                        [sys.executable, "-I", "-B", os.path.abspath(__file__), "serve"],
-                        stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
-            elif server.poll() is not None or time.monotonic() > deadline:
-                with open(f"{STATE}/worker.log", errors="replace") as log:
-                    tail = log.read()[-OUTPUT_CHARS:]
-                print(json.dumps({"ok": False, "text": f"the CadQuery worker did not start:\n{tail}"}))
-                return 1
-            time.sleep(0.05)
+    """Send ``request`` to the server and print its tagged reply (whatever it was)."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.connect(SOCKET)
+            conn.sendall(request.encode() + b"\n")
+            reply = b""
+            while len(reply) < MESSAGE_LIMIT and (chunk := conn.recv(65536)):
+                reply += chunk
+    except OSError as exc:
+        print(f"{TAG}-GONE {exc}")
+        return 1
+    print(f"{TAG} {reply[:MESSAGE_LIMIT].decode(errors='replace')}")
+    return 0
 
 
 # -- server -----------------------------------------------------------------------------
-def serve() -> None:
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import geometry  # noqa: F401  (imported once here, inherited warm by every child)
-    import render  # noqa: F401
+def start() -> int:
+    """Start the server with a fresh key; return once the key file and socket exist."""
+    ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # its memory stays its own
+    with open("/dev/urandom", "rb", buffering=0) as random:
+        KEY.extend(bytes(32))
+        random.readinto(KEY)  # straight into the bytearray: no other copy of the key
+    ready_r, ready_w = os.pipe()
+    if os.fork() == 0:
+        os.close(ready_r)
+        os.setsid()
+        os.makedirs(STATE, mode=0o700, exist_ok=True)
+        log = os.open(f"{STATE}/worker.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        for fd in (1, 2):
+            os.dup2(log, fd)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        key = os.open(KEY_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.write(key, KEY)
+        os.close(key)
+        if os.path.exists(SOCKET):
+            os.unlink(SOCKET)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(SOCKET)
+        listener.listen(4)
+        os.write(ready_w, b"1")
+        os.close(ready_w)
+        serve(listener)
+        os._exit(0)
+    os.close(ready_w)
+    ready = os.read(ready_r, 1)
+    return 0 if ready == b"1" else 1
 
-    os.makedirs(STATE, exist_ok=True)
-    if os.path.exists(SOCKET):
-        os.unlink(SOCKET)
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(SOCKET + ".new")
-    os.rename(SOCKET + ".new", SOCKET)
-    listener.listen(4)
+
+def serve(listener: socket.socket) -> None:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     while True:
         conn, _ = listener.accept()
+        conn.settimeout(REQUEST_SECONDS)  # a client that sends nothing cannot hold the server
         with conn:
             try:
-                _answer(conn)
+                _answer(conn, listener)
             except OSError:  # the client went away (its command timed out): serve the next one
                 pass
 
 
-def _answer(conn: socket.socket) -> None:
+def _answer(conn: socket.socket, listener: socket.socket) -> None:
     data = b""
-    while not data.endswith(b"\n"):
+    while not data.endswith(b"\n") and len(data) < MESSAGE_LIMIT:
         chunk = conn.recv(65536)
         if not chunk:
             break
         data += chunk
+    line = data.rstrip(b"\n")
     try:
-        reply = _in_child(json.loads(data))
-    except (ValueError, KeyError) as exc:
-        reply = {"ok": False, "text": f"bad request: {exc}"}
-    conn.sendall(json.dumps(reply).encode())
+        request = json.loads(line)
+        if not isinstance(request, dict):
+            raise ValueError("not a JSON object")
+        import geometry  # noqa: F401  (imported once, here, inherited warm by every child)
+        import render  # noqa: F401
+
+        reply = well_formed(_in_child(request, (conn, listener)))
+    except Exception as exc:  # a bad request, or CadQuery failed to import: say so, keep serving
+        reply = {"ok": False, "text": f"the worker could not handle the request: {exc}"}
+    body = json.dumps(reply).encode()
+    mac = hmac.digest(KEY, line + b"\n" + body, "sha256").hex()
+    conn.sendall(mac.encode() + b" " + body)
 
 
-def _in_child(request: dict[str, Any]) -> dict[str, Any]:
-    """Handle ``request`` in a forked child, killed after ``request['timeout']`` seconds."""
+def well_formed(reply: Any) -> dict[str, Any]:
+    """``reply`` if it has the shape of an answer (``ok``, ``text``, optional ``png`` and
+    ``timing``), else an error saying that the run's answer was malformed."""
+    if (isinstance(reply, dict) and isinstance(reply.get("ok"), bool)
+            and isinstance(reply.get("text"), str) and set(reply) <= {"ok", "text", "png", "timing"}
+            and isinstance(reply.get("png", ""), str)
+            and isinstance(reply.get("timing", {}), dict)):
+        return reply
+    return {"ok": False, "text": "the run gave a malformed answer (did the code write to the "
+                                 "worker's pipe?)"}
+
+
+def _in_child(request: dict[str, Any], channels: tuple[socket.socket, ...]) -> dict[str, Any]:
+    """Handle ``request`` in a forked child, killed after ``request['timeout']`` seconds.
+
+    The child forgets the key and closes the server's sockets (``channels``) first."""
     timeout = float(request.get("timeout", 60))
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
+        KEY[:] = bytes(len(KEY))
+        for channel in channels:
+            channel.close()
         os.close(read_end)
         os.setpgid(0, 0)
         code = 1
@@ -193,15 +248,9 @@ def _run(path: str) -> dict[str, Any]:
         error = None
     except geometry.PartError as exc:
         shape, error = None, str(exc)
-    except BaseException:  # the user's code failed: show its traceback, our frames dropped
+    except BaseException as exc:  # the user's code failed: its traceback, its frames only
         shape = None
-        kind, value, tb = sys.exc_info()
-        while tb is not None and tb.tb_frame.f_code.co_filename != os.path.abspath(path):
-            tb = tb.tb_next
-        error = "".join(traceback.format_exception(kind, value, tb)).strip()
-        lines = error.splitlines()
-        if len(lines) > 14:
-            error = "\n".join(lines[:2] + ["  ..."] + lines[-11:])
+        error = user_traceback(exc, os.path.abspath(path))
     built = time.monotonic()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -214,13 +263,25 @@ def _run(path: str) -> dict[str, Any]:
     if shape is None:
         parts.append(f"error:\n{error}")
         return {"ok": False, "text": "\n".join(parts)}
-    props = geometry.properties(shape)
+    solid, problem = geometry.the_solid(shape)
+    props = geometry.properties(shape, solid)
     geometry.save_brep(shape, CURRENT)
-    problem = geometry.gate_problem(props)
     parts.append(describe(props))
     parts.append(f"WARNING: {problem}" if problem else "ok: one valid closed solid")
     timing = {"user_code_sec": built - started, "inspect_sec": time.monotonic() - built}
     return {"ok": problem is None, "text": "\n".join(parts), "timing": timing}
+
+
+def user_traceback(exc: BaseException, filename: str) -> str:
+    """The traceback of ``exc`` through the frames of ``filename`` only (the worker's and
+    CadQuery's own frames dropped), then the exception line; at most a dozen frames."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
+    if len(frames) > 12:
+        frames = frames[:2] + frames[-10:]
+    lines = ["Traceback (most recent call last):\n"] if frames else []
+    lines += traceback.StackSummary.from_list(frames).format()
+    lines += traceback.format_exception_only(type(exc), exc)
+    return "".join(lines).strip()
 
 
 def _xyz(values: list[float]) -> str:
@@ -280,9 +341,9 @@ def measure(shape: Any, request: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["serve"]:
-        serve()
+    if sys.argv[1:2] == ["start"]:
+        sys.exit(start())
     elif sys.argv[1:2] == ["call"] and len(sys.argv) == 3:
         sys.exit(call(sys.argv[2]))
     else:
-        sys.exit("usage: worker.py serve | worker.py call '<json request>'")
+        sys.exit("usage: worker.py start | worker.py call '<json request>'")
