@@ -13,8 +13,8 @@ import pytest
 
 import taskgym
 from taskgym.core.hidden import find_hidden, hidden_files
-from taskgym.core.paths import envs_dir
 from taskgym.core.task import FolderTaskSet, Task
+from taskgym.paths import envs_dir
 from taskgym.sandbox import Backend, SandboxSpec
 
 ENV_IDS = sorted(taskgym.list_envs())

@@ -6,16 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from taskgym.core.task import (
-    FolderTaskSet,
-    GeneratedTaskSet,
-    Limits,
-    Task,
-    cache_dir,
-    load_task,
-    source_version,
-)
+from taskgym.core.task import FolderTaskSet, GeneratedTaskSet, Limits, Task, load_task, source_version
 from taskgym.errors import ConfigError, TaskNotFoundError
+from taskgym.paths import cache_dir
 
 FULL_TOML = """\
 version = "1.0"

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from taskgym.sandbox import Backend, SandboxSpec, Session
-from taskgym.sandbox.local import LocalBackend, LocalSession, _sandbox_processes
+from taskgym.sandbox.local import LocalBackend, LocalSession
+from taskgym.sandbox.procs import sandbox_processes
 
 pytestmark = [pytest.mark.escape]
 
@@ -138,7 +139,7 @@ def test_fork_bomb_is_contained(local_backend: LocalBackend) -> None:
         box.exec("bomb() { bomb | bomb & }; bomb", timeout=5)
         peak = 0
         for _ in range(20):
-            peak = max(peak, len(_sandbox_processes(pidns)))
+            peak = max(peak, len(sandbox_processes(pidns)))
             time.sleep(0.05)
         # the limit, plus bwrap's outer process outside the cgroup; rlimits count per user
         assert peak <= (64 + 1 if box.limits_enforced_by == "cgroup" else 2 * 64), peak
@@ -146,7 +147,7 @@ def test_fork_bomb_is_contained(local_backend: LocalBackend) -> None:
             assert other.exec("echo fine").stdout == "fine\n"
     finally:
         box.close()
-    assert not _sandbox_processes(pidns)
+    assert not sandbox_processes(pidns)
 
 
 def test_memory_bomb_is_contained(box: Session) -> None:

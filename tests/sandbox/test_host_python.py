@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from taskgym.core.paths import envs_dir
+from taskgym.paths import envs_dir
 from taskgym.sandbox import SandboxSpec
 from taskgym.sandbox.host_python import host_python_view
 from taskgym.sandbox.local import LocalBackend

@@ -29,12 +29,12 @@ from typing import Any, ClassVar
 
 import gymnasium as gym
 
-from taskgym.core.paths import envs_dir
 from taskgym.core.reward import RewardResult
 from taskgym.core.spaces import ToolCallSpace, UnicodeText
 from taskgym.core.task import FolderTaskSet, GeneratedTaskSet, Limits, Task, TaskSet, source_version
 from taskgym.core.tool import ActionError, Tool, ToolResult, parse_action
 from taskgym.errors import ConfigError, MissingDependencyError, SandboxError, TaskgymError
+from taskgym.paths import envs_dir
 from taskgym.sandbox import (
     Backend,
     DockerConfig,

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from taskgym.core.task_layouts import folder_layout, read_folder, refusal
 from taskgym.errors import ConfigError, TaskNotFoundError
+from taskgym.paths import cache_dir
 
 __all__ = [
     "FolderTaskSet",
@@ -34,7 +35,6 @@ __all__ = [
     "Limits",
     "Task",
     "TaskSet",
-    "cache_dir",
     "load_task",
 ]
 
@@ -93,15 +93,6 @@ def load_task(path: Path | str, domain: str, task_id: str | None = None) -> Task
     except ValueError as exc:
         source = path / ("task.yaml" if fields.get("layout") == "terminal-bench-1" else "task.toml")
         raise ConfigError(f"{source}: {exc}") from exc
-
-
-def cache_dir() -> Path:
-    """Where generated tasks and prepared workspaces are kept (``$TASKGYM_CACHE``)."""
-    base = os.environ.get("TASKGYM_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "taskgym")
-    path = Path(base)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 class TaskSet(abc.ABC):

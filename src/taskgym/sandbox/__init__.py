@@ -1,12 +1,12 @@
 """Sandboxes: a backend owns the isolation, a session runs commands in it."""
 
-from taskgym.sandbox._reaper import leftovers, reap
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec, Session
+from taskgym.sandbox.cleanup import leftovers, reap, scratch_dir
 from taskgym.sandbox.config import BackendConfig, DockerConfig, LocalConfig, backend_config, get_backend
 
 __all__ = ["Backend", "BackendConfig", "DockerConfig", "ExecResult", "LocalConfig", "ResourceUsage",
            "SandboxSpec", "Session", "backend_config", "get_backend", "leftovers", "probe_cgroups",
-           "reap", "step_calls_implementation"]
+           "reap", "scratch_dir", "step_calls_implementation"]
 
 
 def probe_cgroups() -> tuple[int, OSError | None]:

@@ -17,8 +17,8 @@ import string
 
 from taskgym.errors import ConfigError, SandboxTextError
 
-__all__ = ["CONTROL_DIR", "CONTROL_MB", "SOURCE_TRIGGER", "STATUS_FD", "CommandFile", "encode_text", "ending",
-           "output_cap_note"]
+__all__ = ["BAD_STATUS_NOTE", "CONTROL_DIR", "CONTROL_MB", "SOURCE_TRIGGER", "STATUS_FD", "STATUS_MAX",
+           "BadStatus", "CommandFile", "encode_text", "ending", "output_cap_note"]
 
 CONTROL_DIR = "/.taskgym"
 """Where the host drops each command for the shell to source (a small tmpfs)."""
@@ -92,3 +92,15 @@ def output_cap_note(limit: int) -> str:
     return (f"\n[output cap hit: the command printed more than {size} on stdout or stderr "
             "(the stream limit); what it started was killed and only the head and tail are "
             "shown. Redirect big output to a file and look at parts of it.]\n")
+
+
+STATUS_MAX = 64
+"""A status line is shorter than this; anything longer on the channel is not one."""
+BAD_STATUS_NOTE = (
+    "\n[the shell's status channel carried something other than its status line (the command "
+    "wrote on it, or changed the shell's status report): the shell was restarted; the "
+    "workspace is kept, the working folder, variables and background jobs are not]\n")
+
+
+class BadStatus(Exception):
+    """What came on the status channel is not the status line expected."""

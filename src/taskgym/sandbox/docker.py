@@ -48,10 +48,19 @@ from typing import Any
 
 from taskgym.errors import ConfigError, SandboxError, SandboxUnavailableError
 from taskgym.sandbox import _fs
-from taskgym.sandbox._commands import CONTROL_DIR, CONTROL_MB, CommandFile, encode_text, output_cap_note
-from taskgym.sandbox._reaper import owner_alive, session_name
+from taskgym.sandbox._commands import (
+    BAD_STATUS_NOTE,
+    CONTROL_DIR,
+    CONTROL_MB,
+    STATUS_MAX,
+    BadStatus,
+    CommandFile,
+    encode_text,
+    output_cap_note,
+)
 from taskgym.sandbox._seccomp import DENIED_SYSCALLS
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec, Session
+from taskgym.sandbox.cleanup import owner_alive, session_name
 from taskgym.sandbox.config import DockerConfig
 from taskgym.sandbox.docker_images import (
     BASE_IMAGE,
@@ -59,19 +68,11 @@ from taskgym.sandbox.docker_images import (
     folder_image,
     image_exists,
 )
-from taskgym.sandbox.local import (
-    BAD_STATUS_NOTE,
-    STATUS_MAX,
-    _BadStatus,
-    _sandbox_processes,
-    _start_tick,
-    _text,
-    _ticks_at,
-)
+from taskgym.sandbox.output import decode_capped
+from taskgym.sandbox.procs import SANDBOX_UID, children, sandbox_processes, start_tick, ticks_at
 
 __all__ = ["DockerBackend", "DockerSession"]
 
-SANDBOX_UID = 1000
 KEEPER_UID = 65534
 """The container's init and main process run as this other unprivileged user, so nothing the
 sandbox user runs (``kill -9 -1``, a grader clearing the sandbox) can end the container."""
@@ -145,12 +146,12 @@ class _Container:
             api.start(self.id)
             state = api.inspect_container(self.id)["State"]
             self.pid: int = state["Pid"]
-            self.pid_start = _start_tick(self.pid)
+            self.pid_start = start_tick(self.pid)
             self.pidns = os.readlink(f"/proc/{self.pid}/ns/pid").removeprefix("pid:[")[:-1]
             self.root = f"/proc/{self.pid}/root"
             self.cgroups = _cgroup_dirs(self.pid)
             deadline = time.monotonic() + 5
-            while not (main := _children(self.pid)) and time.monotonic() < deadline:
+            while not (main := children(self.pid)) and time.monotonic() < deadline:
                 time.sleep(0.001)  # docker-init forks the main process right after start
             if not main:
                 raise SandboxError(f"container {self.id[:12]} started without its main process")
@@ -166,7 +167,7 @@ class _Container:
 
     def processes(self) -> list[tuple[int, int]]:
         """(host pid, start tick) of every process of the container but its init and main."""
-        return [(pid, start) for pid, start in _sandbox_processes(self.pidns)
+        return [(pid, start) for pid, start in sandbox_processes(self.pidns)
                 if pid not in self.keep]
 
     def kill_all(self) -> None:
@@ -698,7 +699,7 @@ class DockerSession(_fs.WorkspaceFiles, Session):
                     if found is not None:
                         del err[found[0]:]
                         err_done = True
-            except _BadStatus:  # the agent's doing: a fresh shell, as for a hung one
+            except BadStatus:  # the agent's doing: a fresh shell, as for a hung one
                 bad_status = hung = True
                 break
             for buf in (out, err):
@@ -718,7 +719,7 @@ class DockerSession(_fs.WorkspaceFiles, Session):
         if bad_status:
             note += BAD_STATUS_NOTE
         return ExecResult(
-            stdout=_text(out, cap), stderr=_text(err, cap) + note,
+            stdout=decode_capped(out, cap), stderr=decode_capped(err, cap) + note,
             exit_code=124 if timed_out else -1 if bad_status else code,
             duration_sec=time.monotonic() - started, timed_out=timed_out,
             truncated=runaway or len(out) > cap or len(err) > cap, restarted=dead or hung)
@@ -728,7 +729,7 @@ class DockerSession(_fs.WorkspaceFiles, Session):
         """Where this command's marker starts in ``buf`` and the status it carries, once its
         line is whole: ``marker``, then (``with_status``) the exit status and a space, then
         this command's sequence number. ``old_len``: how much of ``buf`` was searched before.
-        Raises :class:`_BadStatus` for a marker line of any other shape. (What follows the
+        Raises :class:`BadStatus` for a marker line of any other shape. (What follows the
         marker is dropped: background jobs may print after it.)"""
         idx = buf.find(marker, max(0, old_len - len(marker) - STATUS_MAX))
         if idx < 0:
@@ -737,17 +738,17 @@ class DockerSession(_fs.WorkspaceFiles, Session):
         end = buf.find(b"\n", begin, begin + STATUS_MAX)
         if end < 0:
             if len(buf) - begin >= STATUS_MAX:
-                raise _BadStatus(bytes(buf[idx:begin + STATUS_MAX]))
+                raise BadStatus(bytes(buf[idx:begin + STATUS_MAX]))
             return None
         line = bytes(buf[begin:end])
         code, space, seq = line.partition(b" ") if with_status else (b"0", b" ", line)
         if seq != b"%d" % self._seq or not space or not code.isdigit() or len(code) > 3:
-            raise _BadStatus(line)
+            raise BadStatus(line)
         return idx, int(code)
 
     def _kill_started(self, since: float) -> None:
         """SIGKILL every process of the container started at or after ``since``."""
-        since_tick = _ticks_at(since)
+        since_tick = ticks_at(since)
         for pid, start in self._container.processes():
             if pid != self._shell.pid and start >= since_tick:
                 with contextlib.suppress(ProcessLookupError):
@@ -903,13 +904,6 @@ def _close_stream(stream: Any) -> None:
     for item in (stream, _raw(stream)):
         with contextlib.suppress(OSError):
             item.close()
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
 
 
 def _cgroup_dirs(pid: int) -> tuple[Path, Path]:

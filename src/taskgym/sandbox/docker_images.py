@@ -25,8 +25,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from taskgym.core.paths import envs_dir
 from taskgym.errors import ConfigError, SandboxUnavailableError
+from taskgym.paths import envs_dir
 from taskgym.sandbox.host_python import host_python_view
 
 __all__ = [

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from taskgym.sandbox._reaper import runtime_root
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec
+from taskgym.sandbox.cleanup import runtime_root
 
 __all__ = ["GraderRun", "REPORT_LIMIT", "run_grader"]
 

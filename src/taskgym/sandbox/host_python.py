@@ -29,9 +29,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from taskgym.core.paths import envs_dir
-from taskgym.core.task import cache_dir
 from taskgym.errors import ConfigError
+from taskgym.paths import cache_dir, envs_dir
 
 __all__ = ["PythonView", "host_python_view", "python_view"]
 

@@ -36,32 +36,29 @@ from taskgym.errors import ConfigError, SandboxError, SandboxUnavailableError
 from taskgym.sandbox import _fs, _gil_held
 from taskgym.sandbox._cgroups import CgroupLimits, rlimit_fallback
 from taskgym.sandbox._commands import (
+    BAD_STATUS_NOTE,
     CONTROL_DIR,
     CONTROL_MB,
     STATUS_FD,
+    STATUS_MAX,
+    BadStatus,
     CommandFile,
     encode_text,
     output_cap_note,
 )
-from taskgym.sandbox._reaper import proc_stat, reap_once, runtime_root, session_name
 from taskgym.sandbox._seccomp import seccomp_program
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec, Session
+from taskgym.sandbox.cleanup import reap_once, runtime_root, session_name
 from taskgym.sandbox.host_python import host_python_view
+from taskgym.sandbox.output import decode_capped, join_cut
+from taskgym.sandbox.procs import SANDBOX_UID, children, sandbox_processes, start_tick, ticks_at, wait_gone
 
 __all__ = ["LocalBackend", "LocalSession"]
 
-SANDBOX_UID = 1000
-STATUS_MAX = 64
-"""A status line is shorter than this; anything longer on the channel is not one."""
-BAD_STATUS_NOTE = (
-    "\n[the shell's status channel carried something other than its status line (the command "
-    "wrote on it, or changed the shell's status report): the shell was restarted; the "
-    "workspace is kept, the working folder, variables and background jobs are not]\n")
 _RUNAWAY_CHECK_SEC = 0.25
 """How often a running command's output files are checked against the stream limit."""
 _REWIND_AT = 1 << 16
 """Output files are emptied before a command once this much has been read from them."""
-_CLK_TCK = os.sysconf("SC_CLK_TCK")
 _INSTALL_HINT = (
     "bubblewrap is not installed. Install it with `sudo apt-get install bubblewrap` "
     "(Debian/Ubuntu), `sudo dnf install bubblewrap` (Fedora) or `sudo pacman -S bubblewrap` (Arch), "
@@ -287,8 +284,8 @@ class LocalBackend(Backend):
         code = proc.returncode if proc.returncode is not None else -1
         note = output_cap_note(spec.stream_limit_bytes) if runaway else ""
         result = ExecResult(
-            stdout=_text(out, spec.output_limit_bytes),
-            stderr=_text(err, spec.output_limit_bytes) + note,
+            stdout=decode_capped(out, spec.output_limit_bytes),
+            stderr=decode_capped(err, spec.output_limit_bytes) + note,
             exit_code=code, duration_sec=time.monotonic() - started, timed_out=timed_out,
             truncated=runaway or len(out) > spec.output_limit_bytes
             or len(err) > spec.output_limit_bytes,
@@ -305,7 +302,7 @@ class _Launched:
         self.init_pid = init_pid
         self.pidns = pidns
         self.cgroup = cgroup
-        self.init_start = _start_tick(init_pid)  # bwrap's pid 1 of the sandbox
+        self.init_start = start_tick(init_pid)  # bwrap's pid 1 of the sandbox
         self.rusage: resource.struct_rusage | None = None
 
     def kill(self) -> None:
@@ -333,7 +330,7 @@ class _Launched:
                     flags = 0  # now wait for it to go
                 else:
                     time.sleep(0.001)
-        _wait_gone(self.init_pid, self.init_start)
+        wait_gone(self.init_pid, self.init_start)
         usage = ResourceUsage()
         if self.rusage is not None:
             usage.cpu_sec = self.rusage.ru_utime + self.rusage.ru_stime
@@ -589,7 +586,7 @@ class LocalSession(_fs.WorkspaceFiles, Session):
             status += chunk
             try:
                 code = self._find_status(status)
-            except _BadStatus:
+            except BadStatus:
                 bad_status = hung = True  # the agent's doing: a fresh shell, as for a hung one
         restarted = dead or hung
         bwrap_err = b""
@@ -622,21 +619,21 @@ class LocalSession(_fs.WorkspaceFiles, Session):
         """The exit status in ``buf`` once it holds the whole status line of this command
         (``<tag><status> <sequence number>``); ``None`` while it is a beginning of one.
 
-        Raises :class:`_BadStatus` for anything else: bytes a command wrote on the channel
+        Raises :class:`BadStatus` for anything else: bytes a command wrote on the channel
         (through bash's saved copy, which its builtins can reach), an earlier command's
         line, or more than one line.
         """
         end = buf.find(b"\n")
         if end < 0:
             if len(buf) > STATUS_MAX or not self._tag.startswith(buf[: len(self._tag)]):
-                raise _BadStatus(buf)
+                raise BadStatus(buf)
             return None
         line = buf[:end]
         suffix = b" %d" % self._seq
         code = line[len(self._tag) : len(line) - len(suffix)]
         if (end + 1 != len(buf) or not line.startswith(self._tag) or not line.endswith(suffix)
                 or not code.isdigit() or len(code) > 3):
-            raise _BadStatus(buf)
+            raise BadStatus(buf)
         return int(code)
 
     def _output_full(self) -> bool:
@@ -648,17 +645,13 @@ class LocalSession(_fs.WorkspaceFiles, Session):
         """SIGKILL every process of this sandbox started at or after ``since`` (monotonic)."""
         if self._proc is None:
             return
-        since_tick = _ticks_at(since)
+        since_tick = ticks_at(since)
         keep = {self._proc.init_pid, self._proc.proc.pid}
-        keep.update(_children(self._proc.init_pid))  # the shell itself
-        for pid, start in _sandbox_processes(self._proc.pidns):
+        keep.update(children(self._proc.init_pid))  # the shell itself
+        for pid, start in sandbox_processes(self._proc.pidns):
             if pid not in keep and start >= since_tick:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-
-
-class _BadStatus(Exception):
-    """What came on the status channel is not the status line expected."""
 
 
 _LIVE: weakref.WeakSet[LocalSession] = weakref.WeakSet()
@@ -752,56 +745,6 @@ def _warn_no_cgroup(exc: OSError) -> None:
         )
 
 
-def _start_tick(pid: int) -> int | None:
-    """When ``pid`` started, or ``None`` once it has exited (a zombie counts as exited)."""
-    fields = proc_stat(pid)
-    return None if fields is None or fields[0] in ("Z", "X") else int(fields[19])
-
-
-def _wait_gone(pid: int, start: int | None, timeout: float = 5.0) -> None:
-    """Wait until the sandbox's init (and with it every process it had) has exited.
-
-    When init dies the kernel kills the rest of the pid namespace, and init's exit
-    completes only once they are gone.
-    """
-    deadline = time.monotonic() + timeout
-    while start is not None and _start_tick(pid) == start and time.monotonic() < deadline:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        time.sleep(0.0005)
-
-
-def _ticks_at(monotonic: float) -> int:
-    """The clock tick since boot (as in /proc/<pid>/stat) of a ``time.monotonic()`` reading."""
-    offset = time.clock_gettime(time.CLOCK_BOOTTIME) - time.monotonic()
-    return int((monotonic + offset) * _CLK_TCK)
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
-
-
-def _sandbox_processes(pidns: str) -> list[tuple[int, int]]:
-    """(host pid, start tick) of every live process in the pid namespace ``pidns``."""
-    found = []
-    want = f"pid:[{pidns}]"
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            if os.readlink(f"/proc/{entry.name}/ns/pid") != want:
-                continue
-        except OSError:
-            continue
-        start = _start_tick(int(entry.name))  # zombies wait for a reaper; they do not run
-        if start is not None:
-            found.append((int(entry.name), start))
-    return found
-
-
 def _drain(fds: list[int], deadline: float, limit: int,
            kill: Callable[[], None]) -> tuple[bytes, bytes, bool, bool]:
     """Read ``fds`` (stdout, stderr) to EOF, keeping ``limit`` bytes; ``kill`` at the deadline."""
@@ -833,14 +776,6 @@ def _drain(fds: list[int], deadline: float, limit: int,
     return bytes(bufs[fds[0]]), bytes(bufs[fds[1]]), timed_out, runaway
 
 
-def _text(data: bytes | bytearray, cap: int) -> str:
-    """Decode output, keeping the head and tail when it is longer than ``cap``."""
-    if len(data) <= cap:
-        return bytes(data).decode("utf-8", errors="replace")
-    half = cap // 2
-    return _cut(bytes(data[:half]), len(data) - 2 * half, bytes(data[-half:]))
-
-
 def _open_output(name: str, control: int) -> int:
     """The host's descriptor of an output file; without access-time updates where allowed
     (each step reads a file the shell has just written, which would dirty its inode)."""
@@ -862,8 +797,4 @@ def _read_capped(fd: int, offset: int, cap: int) -> tuple[str, int, bool]:
     size = os.fstat(fd).st_size
     half = cap // 2
     tail = os.pread(fd, half, size - half)
-    return _cut(data[:half], size - offset - 2 * half, tail), size, True
-
-
-def _cut(head: bytes, cut: int, tail: bytes) -> str:
-    return (head + f"\n[... {cut} bytes cut ...]\n".encode() + tail).decode("utf-8", errors="replace")
+    return join_cut(data[:half], size - offset - 2 * half, tail), size, True

@@ -11,10 +11,10 @@ import gymnasium as gym
 import pytest
 
 import taskgym
-from taskgym.core.paths import envs_dir
 from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task
 from taskgym.domains.cad.verifier import grade_code
+from taskgym.paths import envs_dir
 from taskgym.sandbox import Backend
 
 pytest.importorskip("cadquery", reason="the cad extra is not installed: pip install 'taskgym[cad]'")

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from taskgym.core.paths import envs_dir
 from taskgym.core.reward import RewardResult
 from taskgym.core.task import load_task
 from taskgym.domains.cad.verifier import grade_code
+from taskgym.paths import envs_dir
 from taskgym.sandbox import Backend
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.hacks]

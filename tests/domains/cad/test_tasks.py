@@ -11,9 +11,9 @@ import pytest
 
 import taskgym
 from taskgym.agents import NullAgent, OracleAgent
-from taskgym.core.paths import envs_dir
 from taskgym.domains.cad import FAMILIES
 from taskgym.evaluation import run_episode
+from taskgym.paths import envs_dir
 
 pytestmark = pytest.mark.sandbox
 

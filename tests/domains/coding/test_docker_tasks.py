@@ -12,8 +12,8 @@ import pytest
 
 import taskgym
 from taskgym.agents import NullAgent, OracleAgent
-from taskgym.core.paths import envs_dir
 from taskgym.evaluation import EpisodeRecord, run_episode
+from taskgym.paths import envs_dir
 
 pytestmark = pytest.mark.docker
 

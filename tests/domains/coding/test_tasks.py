@@ -11,9 +11,9 @@ import pytest
 
 import taskgym
 from taskgym.agents import NullAgent, OracleAgent
-from taskgym.core.paths import envs_dir
 from taskgym.domains.coding import GENERATORS
 from taskgym.evaluation import EpisodeRecord, run_episode
+from taskgym.paths import envs_dir
 
 pytestmark = pytest.mark.sandbox
 

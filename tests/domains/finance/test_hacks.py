@@ -11,11 +11,11 @@ import pytest
 
 import taskgym
 from taskgym.agents import ScriptedAgent
-from taskgym.core.paths import envs_dir
 from taskgym.domains import finance
 from taskgym.domains.finance.answers import GoldAnswer, grade
 from taskgym.errors import MissingDependencyError
 from taskgym.evaluation import run_episode
+from taskgym.paths import envs_dir
 
 TASKS = envs_dir() / "finance-pdf-v0" / "tasks"
 TASK = "co1-18-chart"

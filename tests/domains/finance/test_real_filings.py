@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 import taskgym
-from taskgym.core.paths import envs_dir
 from taskgym.core.task import load_task
 from taskgym.core.tool import Tool
 from taskgym.domains.finance.answers import GoldAnswer
@@ -22,6 +21,7 @@ from taskgym.domains.finance.env import documents_of
 from taskgym.domains.finance.tools import SearchArgs, finance_tools
 from taskgym.errors import ConfigError
 from taskgym.evaluation import EpisodeRecord
+from taskgym.paths import envs_dir
 from taskgym.sandbox import Session
 
 FILINGS = envs_dir() / "finance-pdf-v0" / "filings"

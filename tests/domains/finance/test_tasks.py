@@ -12,9 +12,9 @@ import pytest
 
 import taskgym
 from taskgym.agents import OracleAgent, ScriptedAgent
-from taskgym.core.paths import envs_dir
 from taskgym.domains.finance import GENERATORS, load_gold
 from taskgym.evaluation import EpisodeRecord, run_episode
+from taskgym.paths import envs_dir
 
 pytestmark = pytest.mark.sandbox
 

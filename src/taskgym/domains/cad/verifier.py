@@ -3,17 +3,15 @@
 The agent's sandbox is stopped before this runs. A new sandbox gets the submitted script as
 its only workspace file and runs ``inside/grade.py``, which executes the script in a child,
 kills whatever the script left behind, and only then reads the task settings and the
-reference from a descriptor (the reference is never a file in any sandbox). The result
-comes back over a pipe, tagged with a per-run nonce.
+reference from a descriptor (the reference is never a file in any sandbox). It runs through
+the shared grading runner (:func:`taskgym.sandbox.grading.run_grader`): the reference is one
+of its secrets and the result a nonce-tagged record.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import secrets
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +19,14 @@ from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task
 from taskgym.domains.cad.settings import reference_file, settings_of
 from taskgym.errors import ConfigError
-from taskgym.sandbox import Backend, SandboxSpec
-from taskgym.sandbox._reaper import runtime_root, session_name
+from taskgym.sandbox import Backend, SandboxSpec, scratch_dir
+from taskgym.sandbox.grading import run_grader
 
 __all__ = ["CHECK_PENALTY", "INSIDE_DIR", "INSIDE_MOUNT", "check_reference", "grade_code"]
 
 INSIDE_DIR = Path(__file__).parent / "inside"
 """Scripts that run inside sandboxes (worker, grader, geometry, render)."""
 INSIDE_MOUNT = "/.cad"
-REPORT_LIMIT = 1 << 20
 
 
 CHECK_PENALTY = 0.5
@@ -114,74 +111,27 @@ def _grade(task: Task, backend: Backend, code: bytes | None
               "hole_diameter_tol_mm": _on(checks.hole_diameter_tol_mm),
               "hole_diameter_tol_rel": checks.hole_diameter_tol_rel, "holes": checks.holes}
     limits = task.limits
-    nonce = secrets.token_hex(16)
-    fds: list[int] = []
-    try:
-        nonce_r, nonce_w = os.pipe()
-        fds += [nonce_r, nonce_w]
-        os.write(nonce_w, nonce.encode())
-        secret_file = tempfile.TemporaryFile(dir=runtime_root())
-        secret_file.write(json.dumps(secret).encode() + b"\n" + reference.read_bytes())
-        secret_file.flush()
-        secret_file.seek(0)
-        secret_fd = os.dup(secret_file.fileno())
-        secret_file.close()
-        fds.append(secret_fd)
-        report_r, report_w = os.pipe()
-        fds += [report_r, report_w]
-        os.close(nonce_w)
-        fds.remove(nonce_w)
-        os.set_blocking(report_r, False)
-        spec = SandboxSpec(
-            host_python=True, memory_mb=max(limits.memory_mb, 2048), pids=limits.pids,
-            disk_mb=limits.disk_mb, ro_binds={str(INSIDE_DIR): INSIDE_MOUNT},
-            env={"TASKGYM_NONCE_FD": str(nonce_r), "TASKGYM_REPORT_FD": str(report_w),
-                 "TASKGYM_SECRET_FD": str(secret_fd), "PYTHONDONTWRITEBYTECODE": "1",
-                 "TASKGYM_RUN_TIMEOUT": str(settings.run_timeout_sec),
-                 "TASKGYM_RUN_MEMORY_MB": str(settings.run_memory_mb),
-                 "TASKGYM_CHECK_REFERENCE": "1" if code is None else "0"})
-        with tempfile.TemporaryDirectory(prefix=session_name() + "-", dir=runtime_root()) as tmp:
-            if code is not None:
-                (Path(tmp) / "part.py").write_bytes(code)
-            result, usage = backend.run(
-                spec, ["python3", "-I", "-B", f"{INSIDE_MOUNT}/grade.py"], seed=Path(tmp),
-                timeout=limits.verifier_timeout_sec, pass_fds=[nonce_r, report_w, secret_fd])
-        report = _read_report(report_r)
-    finally:
-        for fd in fds:
-            os.close(fd)
-    common: dict[str, Any] = {"verifier_seconds": round(result.duration_sec, 3),
-                              "verifier_cpu_seconds": round(usage.cpu_sec, 3)}
-    record = _record(report, nonce)
+    spec = SandboxSpec(
+        host_python=True, memory_mb=max(limits.memory_mb, 2048), pids=limits.pids,
+        disk_mb=limits.disk_mb, ro_binds={str(INSIDE_DIR): INSIDE_MOUNT},
+        env={"PYTHONDONTWRITEBYTECODE": "1",
+             "TASKGYM_RUN_TIMEOUT": str(settings.run_timeout_sec),
+             "TASKGYM_RUN_MEMORY_MB": str(settings.run_memory_mb),
+             "TASKGYM_CHECK_REFERENCE": "1" if code is None else "0"})
+    with scratch_dir() as tmp:
+        if code is not None:
+            (Path(tmp) / "part.py").write_bytes(code)
+        run = run_grader(backend, spec, ["python3", "-I", "-B", f"{INSIDE_MOUNT}/grade.py"],
+                         seed=Path(tmp), timeout=limits.verifier_timeout_sec,
+                         secrets={"TASKGYM_SECRET_FD": json.dumps(secret).encode() + b"\n"
+                                  + reference.read_bytes()})
+    common: dict[str, Any] = {"verifier_seconds": round(run.result.duration_sec, 3),
+                              "verifier_cpu_seconds": round(run.usage.cpu_sec, 3)}
+    record = run.records[0] if run.records else None
     if record is not None:
         common["timing"] = record.get("timing")
-    return record, common, result.timed_out, (result.stdout + result.stderr)[-2000:]
+    return record, common, run.result.timed_out, run.log(2000)
 
 
 def _on(value: float | bool) -> float | None:
     return None if value is False else float(value)
-
-
-def _read_report(fd: int) -> bytes:
-    data = b""
-    while len(data) < REPORT_LIMIT:
-        try:
-            chunk = os.read(fd, 65536)
-        except BlockingIOError:
-            break
-        if not chunk:
-            break
-        data += chunk
-    return data
-
-
-def _record(report: bytes, nonce: str) -> dict[str, Any] | None:
-    prefix = nonce + " "
-    for line in report.decode(errors="replace").splitlines():
-        if line.startswith(prefix):
-            try:
-                record = json.loads(line[len(prefix):])
-            except json.JSONDecodeError:
-                return None
-            return record if isinstance(record, dict) else None
-    return None

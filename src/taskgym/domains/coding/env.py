@@ -11,16 +11,14 @@ from typing import Any
 
 from taskgym.core.env import TaskEnv
 from taskgym.core.reward import RewardResult
-from taskgym.core.task import (
-    Task,
-    cache_dir,
-)
+from taskgym.core.task import Task
 from taskgym.core.task_layouts import step_dir
 from taskgym.core.tool import Tool, ToolResult
 from taskgym.domains.coding.oracle import solution_actions, solution_mount
 from taskgym.domains.coding.steps import StepRun, prepare_step
 from taskgym.domains.coding.verifier import verify_session
 from taskgym.errors import ConfigError, TaskgymError
+from taskgym.paths import cache_dir
 from taskgym.sandbox import Backend, SandboxSpec, Session
 from taskgym.tools import shell_tools
 from taskgym.tools.shell import SubmitArgs

@@ -4,18 +4,14 @@ The agent's sandbox is stopped (every process killed) before this runs. Its work
 copied out and into a fresh sandbox built from the same read-only system; only then do the
 hidden tests enter at /tests: read-only for taskgym's per-test pytest run, a writable copy
 for Harbor's test.sh and Terminal-Bench 1's run-tests.sh (which may move files there). The
-runner (``grader/runner.py``) reports over a pipe tagged with a per-run nonce, which the
+runner (``grader/runner.py``) runs through the shared grading runner
+(:func:`taskgym.sandbox.grading.run_grader`) and reports nonce-tagged records, a nonce the
 agent never had a way to see.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import secrets
 import shutil
-import tempfile
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +19,8 @@ from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task
 from taskgym.core.task_layouts import step_dir
 from taskgym.errors import ConfigError
-from taskgym.sandbox import Backend, SandboxSpec, Session
-from taskgym.sandbox._reaper import runtime_root, session_name
+from taskgym.sandbox import Backend, SandboxSpec, Session, scratch_dir
+from taskgym.sandbox.grading import run_grader
 
 __all__ = ["grade_workspace", "grader_mode", "verify_session"]
 
@@ -37,7 +33,7 @@ def verify_session(task: Task, session: Session, backend: Backend,
     a multi-step task). The session is stopped, except between the steps of a multi-step
     task, whose grading takes a copy while the agent's processes still run, as Harbor's
     does; the tests still run in their own fresh sandbox."""
-    with tempfile.TemporaryDirectory(prefix=session_name() + "-", dir=runtime_root()) as tmp:
+    with scratch_dir() as tmp:
         final = Path(tmp) / "workspace"
         session.export_workspace(final)
         return grade_workspace(task, final, backend, image=session.spec.image, step=step)
@@ -84,8 +80,7 @@ def grade_workspace(task: Task, workspace: Path, backend: Backend,
     multi-step task, /tests holds tests/ with steps/<step>/tests/ copied over it, as in
     Harbor, so the step's own test.sh, when it has one, is /tests/test.sh."""
     mode = grader_mode(task)
-    with tempfile.TemporaryDirectory(prefix=session_name() + "-tests-",
-                                     dir=runtime_root()) as staging:
+    with scratch_dir() as staging:
         tests = task.path / "tests"
         if mode != "pytest":  # the runner copies these into a writable /tests
             tests = Path(staging) / "tests"
@@ -104,14 +99,6 @@ def grade_workspace(task: Task, workspace: Path, backend: Backend,
 def _run_grader(task: Task, mode: str, tests: Path, workspace: Path, backend: Backend,
                 image: str | None) -> RewardResult:
     limits = task.limits
-    nonce = secrets.token_hex(16)
-    nonce_r, nonce_w = os.pipe()
-    os.write(nonce_w, nonce.encode())
-    os.close(nonce_w)
-    report_r, report_w = os.pipe()
-    records: list[dict[str, Any]] = []
-    reader = threading.Thread(target=_read_records, args=(report_r, nonce, records), daemon=True)
-    reader.start()
     writable: tuple[str, ...] = ()
     if mode == "pytest":
         binds, tmp_mb = {str(tests): "/tests"}, 256
@@ -120,22 +107,15 @@ def _run_grader(task: Task, mode: str, tests: Path, workspace: Path, backend: Ba
         binds, writable, tmp_mb = {str(tests): "/.tests"}, ("/tests", "/logs"), 256 + 2 * size_mb
     spec = SandboxSpec(
         memory_mb=limits.memory_mb, pids=limits.pids, disk_mb=limits.disk_mb, tmp_mb=tmp_mb,
-        env={"TASKGYM_NONCE_FD": str(nonce_r), "TASKGYM_REPORT_FD": str(report_w),
-             "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"},
+        env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"},
         ro_binds={**binds, str(GRADER_DIR): "/.grader"}, writable_dirs=writable, image=image,
     )
-    try:
-        result, usage = backend.run(
-            spec, ["/usr/bin/python3", "-I", "-B", "/.grader/runner.py", mode], seed=workspace,
-            timeout=limits.verifier_timeout_sec, pass_fds=[nonce_r, report_w])
-    finally:
-        os.close(nonce_r)
-        os.close(report_w)
-        reader.join(timeout=10)
-    log = (result.stdout + result.stderr)[-4000:]
-    common = {"log": log, "verifier_seconds": round(result.duration_sec, 3),
-              "verifier_cpu_seconds": round(usage.cpu_sec, 3), "grader": mode}
-    final = next((r for r in records if r.get("final")), None)
+    run = run_grader(backend, spec, ["/usr/bin/python3", "-I", "-B", "/.grader/runner.py", mode],
+                     seed=workspace, timeout=limits.verifier_timeout_sec)
+    result, final = run.result, run.final()
+    records = run.records[: run.records.index(final) + 1] if final is not None else run.records
+    common = {"log": run.log(), "verifier_seconds": round(result.duration_sec, 3),
+              "verifier_cpu_seconds": round(run.usage.cpu_sec, 3), "grader": mode}
     if result.timed_out:
         return RewardResult.failed(f"the tests ran past {limits.verifier_timeout_sec:g}s", **common)
     if final is None:
@@ -212,19 +192,3 @@ def _score_pytest(task: Task, records: list[dict[str, Any]], final: dict[str, An
     success = passed == total and final.get("exit") == 0
     return RewardResult(score=1.0 if success else 0.0, success=success, components=components,
                         details=details)
-
-
-def _read_records(fd: int, nonce: str, records: list[dict[str, Any]]) -> None:
-    prefix = nonce + " "
-    with os.fdopen(fd, "r", errors="replace") as stream:
-        for line in stream:
-            if not line.startswith(prefix):
-                continue
-            try:
-                record = json.loads(line[len(prefix):])
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict):
-                records.append(record)
-                if record.get("final"):
-                    return

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from taskgym.core.task import cache_dir
 from taskgym.domains.finance.layout import Line, layout_text, page_lines, run_tables, whole_table
 from taskgym.errors import ConfigError, MissingDependencyError
+from taskgym.paths import cache_dir
 
 __all__ = ["Hit", "PdfDocument", "close_documents", "open_document"]
 

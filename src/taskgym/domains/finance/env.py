@@ -18,12 +18,13 @@ from typing import Any
 
 from taskgym.core.env import TaskEnv
 from taskgym.core.reward import RewardResult
-from taskgym.core.task import Task, cache_dir
+from taskgym.core.task import Task
 from taskgym.core.tool import Tool
 from taskgym.domains.finance.answers import GoldAnswer, grade
 from taskgym.domains.finance.tasks import GENERATORS
 from taskgym.domains.finance.tools import Submission, finance_tools
 from taskgym.errors import ConfigError
+from taskgym.paths import cache_dir
 from taskgym.sandbox import SandboxSpec, Session
 
 __all__ = ["FinanceEnv", "documents_of", "load_gold"]

@@ -17,22 +17,13 @@ import threading
 from pathlib import Path
 
 from taskgym.sandbox._cgroups import cgroup_parents, remove_cgroup
+from taskgym.sandbox.procs import proc_stat
 
-__all__ = ["leftovers", "owner_alive", "proc_stat", "reap", "reap_once", "runtime_root",
+__all__ = ["leftovers", "owner_alive", "reap", "reap_once", "runtime_root", "scratch_dir",
            "session_name"]
 
 _lock = threading.Lock()
 _reaped = False
-
-
-def proc_stat(pid: int) -> list[str] | None:
-    """The fields of /proc/<pid>/stat after the command name (state first, start time at
-    index 19), or ``None`` when there is no such process."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat[stat.rindex(")") + 2 :].split()
 
 
 def _start_time(pid: int) -> str | None:
@@ -50,6 +41,12 @@ def runtime_root() -> Path:
 def session_name() -> str:
     """A unique name that records the owning process."""
     return f"{os.getpid()}-{_start_time(os.getpid())}-{secrets.token_hex(4)}"
+
+
+def scratch_dir() -> tempfile.TemporaryDirectory[str]:
+    """A private temporary folder named for this process, so that the reaper removes it if
+    the process dies before it does (use it as a context manager)."""
+    return tempfile.TemporaryDirectory(prefix=session_name() + "-", dir=runtime_root())
 
 
 def owner_alive(name: str) -> bool:

@@ -1,0 +1,81 @@
+"""Host-side views of processes: start times, children, the members of a pid namespace.
+
+Pids are reused, so a process is named by its pid and its start time (clock ticks since boot,
+from ``/proc/<pid>/stat``); a kill is only ever sent to a pid whose start time still matches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from pathlib import Path
+
+__all__ = ["CLK_TCK", "SANDBOX_UID", "children", "proc_stat", "sandbox_processes", "start_tick",
+           "ticks_at", "wait_gone"]
+
+SANDBOX_UID = 1000
+"""The uid the agent's processes run as, in every backend."""
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_stat(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (state first, start time at
+    index 19), or ``None`` when there is no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat[stat.rindex(")") + 2 :].split()
+
+
+def start_tick(pid: int) -> int | None:
+    """When ``pid`` started, or ``None`` once it has exited (a zombie counts as exited)."""
+    fields = proc_stat(pid)
+    return None if fields is None or fields[0] in ("Z", "X") else int(fields[19])
+
+
+def wait_gone(pid: int, start: int | None, timeout: float = 5.0) -> None:
+    """Wait until the sandbox's init (and with it every process it had) has exited.
+
+    When init dies the kernel kills the rest of the pid namespace, and init's exit
+    completes only once they are gone.
+    """
+    deadline = time.monotonic() + timeout
+    while start is not None and start_tick(pid) == start and time.monotonic() < deadline:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(0.0005)
+
+
+def ticks_at(monotonic: float) -> int:
+    """The clock tick since boot (as in /proc/<pid>/stat) of a ``time.monotonic()`` reading."""
+    offset = time.clock_gettime(time.CLOCK_BOOTTIME) - time.monotonic()
+    return int((monotonic + offset) * CLK_TCK)
+
+
+def children(pid: int) -> list[int]:
+    """The pids of ``pid``'s children (its main thread's), or ``[]``."""
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def sandbox_processes(pidns: str) -> list[tuple[int, int]]:
+    """(host pid, start tick) of every live process in the pid namespace ``pidns``."""
+    found = []
+    want = f"pid:[{pidns}]"
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.readlink(f"/proc/{entry.name}/ns/pid") != want:
+                continue
+        except OSError:
+            continue
+        start = start_tick(int(entry.name))  # zombies wait for a reaper; they do not run
+        if start is not None:
+            found.append((int(entry.name), start))
+    return found
