@@ -16,7 +16,7 @@ def envs_dir() -> Path:
     override = os.environ.get("TASKGYM_ENVS")
     if override:
         return Path(override)
-    here = Path(__file__).resolve().parent.parent
+    here = Path(__file__).resolve().parent  # the package: src/taskgym, or site-packages/taskgym
     for candidate in (here / "envs", here.parent.parent / "envs"):
         if candidate.is_dir():
             return candidate
