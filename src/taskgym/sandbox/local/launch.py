@@ -1,0 +1,436 @@
+"""Starting bubblewrap sandboxes: the command line, limits entered before anything runs,
+one-shot runs (grading), and the process tree of a started sandbox."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from taskgym.errors import ConfigError, SandboxError, SandboxUnavailableError
+from taskgym.sandbox._cgroups import CgroupLimits, rlimit_fallback
+from taskgym.sandbox._commands import (
+    CONTROL_DIR,
+    CONTROL_MB,
+    encode_text,
+    output_cap_note,
+)
+from taskgym.sandbox._seccomp import seccomp_program
+from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec
+from taskgym.sandbox.cleanup import reap_once, session_name
+from taskgym.sandbox.host_python import host_python_view
+from taskgym.sandbox.output import decode_capped
+from taskgym.sandbox.procs import SANDBOX_UID, start_tick, wait_gone
+
+if TYPE_CHECKING:
+    from taskgym.sandbox.local.session import LocalSession
+
+__all__ = ["Launched", "LocalBackend", "etc_files", "resource_error"]
+
+_INSTALL_HINT = (
+    "bubblewrap is not installed. Install it with `sudo apt-get install bubblewrap` "
+    "(Debian/Ubuntu), `sudo dnf install bubblewrap` (Fedora) or `sudo pacman -S bubblewrap` (Arch), "
+    "or pass sandbox='docker'."
+)
+
+_PASSWD = "root:x:0:0:root:/root:/usr/sbin/nologin\nagent:x:1000:1000:agent:/tmp:/bin/bash\n"
+
+_GROUP = "root:x:0:\nagent:x:1000:\n"
+
+_ETC_FILES = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime")
+
+def _base_env(spec: SandboxSpec) -> dict[str, str]:
+    path = "/usr/bin:/bin"
+    if spec.host_python:
+        path = f"{Path(sys.executable).parent}:{path}"
+    env = {
+        "PATH": path,
+        "HOME": "/tmp",
+        "USER": "agent",
+        "LOGNAME": "agent",
+        "SHELL": "/bin/bash",
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+    }
+    env.update(spec.env)
+    return env
+
+def _host_python_args(spec: SandboxSpec) -> list[str]:
+    """Binds of the host's Python view (after the sandbox's own tmpfs folders, so that an
+    interpreter under /tmp stays visible) and the empty folders over taskgym's material."""
+    if not spec.host_python:
+        return []
+    view = host_python_view()
+    own = ("/proc", "/dev", CONTROL_DIR, spec.workdir, *spec.writable_dirs)
+    clash = [path for path in view.binds for top in own
+             if path == top or path.startswith(top.rstrip("/") + "/")]
+    if clash:
+        raise ConfigError(f"the Python running taskgym lies in {clash[0]}, which the sandbox "
+                          "keeps for itself; run taskgym from an interpreter installed elsewhere")
+    args: list[str] = []
+    for path in view.binds:
+        args += ["--ro-bind", path, path]
+    for path in view.hidden:
+        args += ["--tmpfs", path, "--remount-ro", path]
+    return args
+
+class LocalBackend(Backend):
+    """Sandboxes made with bubblewrap on this machine; see the module docstring."""
+
+    name = "local"
+
+    def __init__(self) -> None:
+        problem = self.check()
+        if problem:
+            raise SandboxUnavailableError(problem)
+        self._bwrap = shutil.which("bwrap") or "bwrap"
+        reap_once()
+
+    def __deepcopy__(self, memo: dict[int, object]) -> LocalBackend:
+        return self  # stateless past its check: shared (gymnasium copies make() arguments)
+
+    def __reduce__(self) -> tuple[type[LocalBackend], tuple[()]]:
+        return LocalBackend, ()  # another process checks and sets up its own
+
+    @classmethod
+    def check(cls) -> str | None:
+        bwrap = shutil.which("bwrap")
+        if bwrap is None:
+            return _INSTALL_HINT
+        probe = subprocess.run(
+            [bwrap, "--unshare-all", "--ro-bind", "/", "/", "--die-with-parent", "true"],
+            capture_output=True, text=True, timeout=30,
+        )
+        if probe.returncode != 0:
+            return (
+                "bubblewrap cannot create namespaces here: "
+                f"{probe.stderr.strip() or probe.returncode}. Unprivileged user namespaces may be "
+                "disabled: enable them (`sudo sysctl kernel.unprivileged_userns_clone=1`, or on "
+                "Ubuntu 24.04+ `sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`), "
+                "or pass sandbox='docker'."
+            )
+        return None
+
+    def argv(self, spec: SandboxSpec, info_fd: int, block_fd: int, seccomp_fd: int,
+             etc_fds: tuple[int, int]) -> list[str]:
+        """The bwrap command line for ``spec`` (no command yet); ``etc_fds`` hold the sandbox's
+        ``/etc/passwd`` and ``/etc/group`` (:func:`etc_files`)."""
+        if not spec.workdir.startswith("/") or spec.workdir in ("/", "/usr", "/tmp", "/proc"):
+            raise ConfigError(f"workdir must be a fresh absolute path, not {spec.workdir!r}")
+        args = [self._bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--hostname", "sandbox",
+                "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
+                "--new-session", "--die-with-parent", "--cap-drop", "ALL", "--clearenv",
+                "--ro-bind", "/usr", "/usr", "--tmpfs", "/usr/local"]
+        for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+            host = Path("/") / top
+            if host.is_symlink():
+                args += ["--symlink", os.readlink(host), f"/{top}"]
+            elif host.is_dir():
+                args += ["--ro-bind", str(host), f"/{top}"]
+        for name in _ETC_FILES:
+            args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+        # copied into the sandbox's root, not bound: a bind's host path shows in mountinfo
+        args += ["--perms", "0644", "--file", str(etc_fds[0]), "/etc/passwd",
+                 "--perms", "0644", "--file", str(etc_fds[1]), "/etc/group",
+                 "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys",
+                 "--dev", "/dev", "--size", str(64 << 20), "--tmpfs", "/dev/shm",
+                 "--remount-ro", "/dev",
+                 "--size", str(spec.tmp_mb << 20), "--tmpfs", "/tmp",
+                 "--size", str(spec.disk_mb << 20), "--tmpfs", spec.workdir,
+                 "--size", str(CONTROL_MB << 20), "--tmpfs", CONTROL_DIR,
+                 "--size", str(spec.stream_limit_bytes), "--tmpfs", f"{CONTROL_DIR}/o",
+                 "--size", str(spec.stream_limit_bytes), "--tmpfs", f"{CONTROL_DIR}/e"]
+        for path in spec.writable_dirs:
+            args += ["--size", str(spec.tmp_mb << 20), "--tmpfs", path]
+        args += _host_python_args(spec) + ["--remount-ro", "/usr/local"]
+        for host_path, inside in spec.ro_binds.items():
+            if not Path(host_path).exists():
+                raise ConfigError(f"read-only bind source {host_path} does not exist")
+            args += ["--ro-bind", host_path, inside]
+        args += ["--remount-ro", "/", "--chdir", spec.workdir]
+        for key, value in _base_env(spec).items():
+            args += ["--setenv", key, value]
+        args += ["--info-fd", str(info_fd), "--block-fd", str(block_fd),
+                 "--seccomp", str(seccomp_fd)]
+        return args
+
+    def launch(
+        self, spec: SandboxSpec, command: list[str], pass_fds: Sequence[int] = (),
+        stdout: int | None = None,
+    ) -> Launched:
+        """Start bwrap around ``command`` with limits in place before it runs; its stdout is
+        ``stdout`` when given, else a pipe."""
+        opened: list[int] = []
+        try:
+            for _ in range(3):
+                opened += os.pipe()
+            info_r, info_w, block_r, block_w, seccomp_r, seccomp_w = opened
+            os.write(seccomp_w, seccomp_program())
+            os.close(seccomp_w)
+            opened.remove(seccomp_w)
+            for arg in command:
+                encode_text(arg, "the command")
+            etc = etc_files()
+            opened += etc
+            bwrap, *options = self.argv(spec, info_w, block_r, seccomp_r, etc)
+            args_fd = _memfd(b"".join(encode_text(option, "a sandbox option") + b"\0"
+                                      for option in options))
+        except BaseException as exc:
+            for fd in opened:
+                os.close(fd)
+            if isinstance(exc, OSError):
+                raise resource_error("could not set up a sandbox", exc) from exc
+            raise
+        name = session_name()
+        try:
+            # bwrap's own process is the sandbox's pid 1, whose environment and command line
+            # the sandbox can read: it gets no environment, and its options (host paths)
+            # through a descriptor it reads and closes
+            proc = subprocess.Popen(
+                ["bwrap", "--args", str(args_fd), "--", *command], executable=bwrap, env={},
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE if stdout is None else stdout,
+                stderr=subprocess.PIPE,
+                pass_fds=(info_w, block_r, seccomp_r, args_fd, *etc, *pass_fds),
+                start_new_session=True,
+            )
+        except OSError as exc:
+            for fd in (info_r, info_w, block_r, block_w, seccomp_r, args_fd, *etc):
+                os.close(fd)
+            raise resource_error("could not start bwrap", exc) from exc
+        for fd in (info_w, block_r, seccomp_r, args_fd, *etc):
+            os.close(fd)
+        try:
+            info = _read_info(info_r, proc)
+            init_pid = int(str(info["child-pid"]))
+            memory = spec.memory_mb << 20
+            cgroup: CgroupLimits | None = None
+            try:
+                cgroup = CgroupLimits(name, memory, spec.pids, spec.cpus)
+                cgroup.add(init_pid)
+            except OSError as exc:
+                if cgroup is not None:
+                    cgroup.close()
+                cgroup = None
+                _warn_no_cgroup(exc)
+                rlimit_fallback(init_pid, memory, spec.pids)
+            os.write(block_w, b"1")
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        finally:
+            os.close(info_r)
+            os.close(block_w)
+        return Launched(proc, init_pid, str(info.get("pid-namespace", "")), cgroup)
+
+    def start(self, spec: SandboxSpec, seed: Path | None = None) -> LocalSession:
+        from taskgym.sandbox.local.session import LocalSession
+
+        return LocalSession(self, spec, seed)
+
+    def run(
+        self,
+        spec: SandboxSpec,
+        argv: list[str],
+        seed: Path | None = None,
+        timeout: float | None = None,
+        pass_fds: Sequence[int] = (),
+    ) -> tuple[ExecResult, ResourceUsage]:
+        command = list(argv)
+        if seed is not None:
+            spec = spec.model_copy(update={"ro_binds": {**spec.ro_binds, str(seed): "/.seed"}})
+            command = ["/bin/sh", "-c", 'cp -a /.seed/. "$0"/ && exec "$@"', spec.workdir, *argv]
+        started = time.monotonic()
+        launched = self.launch(spec, command, pass_fds)
+        proc = launched.proc
+        assert proc.stdout and proc.stderr
+        limit = timeout if timeout is not None else spec.command_timeout_sec
+        out, err, timed_out, runaway = _drain(
+            [proc.stdout.fileno(), proc.stderr.fileno()], started + limit, spec.stream_limit_bytes,
+            launched.kill,
+        )
+        usage = launched.reap(grace=2.0)
+        launched.close()
+        code = proc.returncode if proc.returncode is not None else -1
+        note = output_cap_note(spec.stream_limit_bytes) if runaway else ""
+        result = ExecResult(
+            stdout=decode_capped(out, spec.output_limit_bytes),
+            stderr=decode_capped(err, spec.output_limit_bytes) + note,
+            exit_code=code, duration_sec=time.monotonic() - started, timed_out=timed_out,
+            truncated=runaway or len(out) > spec.output_limit_bytes
+            or len(err) > spec.output_limit_bytes,
+        )
+        return result, usage
+
+class Launched:
+    """One bwrap process tree and its cgroup."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], init_pid: int, pidns: str,
+                 cgroup: CgroupLimits | None) -> None:
+        self.proc = proc
+        self.init_pid = init_pid
+        self.pidns = pidns
+        self.cgroup = cgroup
+        self.init_start = start_tick(init_pid)  # bwrap's pid 1 of the sandbox
+        self.rusage: resource.struct_rusage | None = None
+
+    def kill(self) -> None:
+        for pid in (self.init_pid, self.proc.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+    def reap(self, grace: float = 0.0) -> ResourceUsage:
+        """Wait up to ``grace`` seconds for bwrap to exit, kill what is left, and measure."""
+        if self.proc.returncode is None:
+            deadline = time.monotonic() + grace
+            flags = os.WNOHANG
+            while True:
+                try:
+                    pid, status, rusage = os.wait4(self.proc.pid, flags)
+                except ChildProcessError:
+                    self.proc.wait()
+                    break
+                if pid:
+                    self.rusage = rusage
+                    self.proc.returncode = os.waitstatus_to_exitcode(status)
+                    break
+                if time.monotonic() >= deadline:
+                    self.kill()
+                    flags = 0  # now wait for it to go
+                else:
+                    time.sleep(0.001)
+        wait_gone(self.init_pid, self.init_start)
+        usage = ResourceUsage()
+        if self.rusage is not None:
+            usage.cpu_sec = self.rusage.ru_utime + self.rusage.ru_stime
+            usage.peak_memory_bytes = self.rusage.ru_maxrss * 1024
+        if self.cgroup is not None:
+            usage.peak_memory_bytes = max(usage.peak_memory_bytes, self.cgroup.peak_memory())
+            cpu = self.cgroup.cpu_seconds()
+            if cpu is not None:
+                usage.cpu_sec = cpu
+        return usage
+
+    def close(self) -> None:
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        if self.cgroup is not None:
+            self.cgroup.close()
+            self.cgroup = None
+
+def resource_error(what: str, exc: OSError) -> SandboxError:
+    """A :class:`SandboxError` for an ``OSError``, saying which limit was hit and what to do."""
+    if exc.errno == errno.EMFILE:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        return SandboxError(
+            f"{what}: this process has no file descriptor left (RLIMIT_NOFILE {soft}, hard limit "
+            f"{hard}; each session holds about 10). Close sessions you no longer use, or raise "
+            "the limit (`ulimit -n`, or resource.setrlimit(RLIMIT_NOFILE, ...)).")
+    if exc.errno == errno.ENFILE:
+        return SandboxError(f"{what}: the system's file table is full (fs.file-max): {exc}")
+    if exc.errno in (errno.EAGAIN, errno.ENOMEM):
+        return SandboxError(f"{what}: out of processes or memory (RLIMIT_NPROC, pids limit or "
+                            f"memory): {exc}")
+    return SandboxError(f"{what}: {exc}")
+
+def etc_files() -> tuple[int, int]:
+    """Descriptors holding the sandbox's ``/etc/passwd`` and ``/etc/group`` (for ``argv``)."""
+    passwd = _memfd(_PASSWD.encode())
+    try:
+        return passwd, _memfd(_GROUP.encode())
+    except BaseException:
+        os.close(passwd)
+        raise
+
+def _memfd(data: bytes) -> int:
+    """A close-on-exec descriptor holding ``data``, from its start (what bwrap reads)."""
+    fd = os.memfd_create("taskgym-bwrap", os.MFD_CLOEXEC)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+def _read_info(fd: int, proc: subprocess.Popen[bytes]) -> dict[str, object]:
+    buf = b""
+    deadline = time.monotonic() + 30
+    poll = select.poll()  # never select(): descriptors past 1023 are ordinary here
+    poll.register(fd, select.POLLIN)
+    while time.monotonic() < deadline:
+        if poll.poll(500):
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            buf += chunk
+            with contextlib.suppress(ValueError):
+                info = json.loads(buf)
+                if isinstance(info, dict):
+                    return info
+        elif proc.poll() is not None:
+            break
+    err = ""
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
+        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    raise SandboxError(f"bubblewrap failed to start the sandbox: {err.strip() or 'no answer'}")
+
+_warned = False
+
+def _warn_no_cgroup(exc: OSError) -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        warnings.warn(
+            f"taskgym: no usable cgroup ({exc}); falling back to rlimits, which bound each process "
+            "but not the sandbox as a whole. Run as root, or on cgroup v2 with systemd user "
+            "delegation, for real memory and process-count limits.",
+            RuntimeWarning, stacklevel=3,
+        )
+
+def _drain(fds: list[int], deadline: float, limit: int,
+           kill: Callable[[], None]) -> tuple[bytes, bytes, bool, bool]:
+    """Read ``fds`` (stdout, stderr) to EOF, keeping ``limit`` bytes; ``kill`` at the deadline."""
+    poll = select.poll()
+    for fd in fds:
+        poll.register(fd, select.POLLIN)
+    bufs = {fd: bytearray() for fd in fds}
+    open_fds = set(fds)
+    timed_out = runaway = False
+    while open_fds:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            if timed_out:
+                break  # killed 5 s ago and the pipes are still open: give up on them
+            timed_out = True
+            kill()
+            deadline = time.monotonic() + 5.0
+            continue
+        for fd, _ev in poll.poll(remaining * 1000.0):
+            chunk = os.read(fd, 262144)
+            if not chunk:
+                poll.unregister(fd)
+                open_fds.discard(fd)
+            elif len(bufs[fd]) < limit:
+                bufs[fd] += chunk[: limit - len(bufs[fd])]
+            elif not runaway:
+                runaway = True
+                kill()
+    return bytes(bufs[fds[0]]), bytes(bufs[fds[1]]), timed_out, runaway

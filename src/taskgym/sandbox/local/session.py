@@ -1,0 +1,378 @@
+"""A local session: one persistent bash inside a bubblewrap sandbox, driven over a control
+pipe, with a status socket and output files (see docs/architecture.md, the step protocol)."""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import secrets
+import select
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import weakref
+from pathlib import Path
+
+from taskgym.errors import SandboxError
+from taskgym.sandbox import _fs, _gil_held
+from taskgym.sandbox._commands import (
+    BAD_STATUS_NOTE,
+    CONTROL_DIR,
+    STATUS_FD,
+    STATUS_MAX,
+    BadStatus,
+    CommandFile,
+    output_cap_note,
+)
+from taskgym.sandbox.base import ExecResult, ResourceUsage, SandboxSpec, Session
+from taskgym.sandbox.cleanup import runtime_root
+from taskgym.sandbox.local.launch import Launched, LocalBackend, resource_error
+from taskgym.sandbox.output import join_cut
+from taskgym.sandbox.procs import children, sandbox_processes, ticks_at
+
+__all__ = ["LocalSession"]
+
+_RUNAWAY_CHECK_SEC = 0.25
+"""How often a running command's output files are checked against the stream limit."""
+
+_REWIND_AT = 1 << 16
+"""Output files are emptied before a command once this much has been read from them."""
+
+class LocalSession(_fs.WorkspaceFiles, Session):
+    """A bubblewrap sandbox with a persistent bash; see :class:`taskgym.sandbox.Session`.
+
+    The shell reads a tiny script from a control pipe. For each command the host writes
+    the command text into a file on the control tmpfs and sends ``. <file>;__ts`` down the
+    pipe: the shell sources the file (bash reads a regular file in one call, where it reads
+    a pipe one byte at a time), then ``__ts`` reports its status. A short printable
+    one-liner skips the file: it rides the trigger line as one ANSI-C quoted word for
+    ``eval``, or as it is when it is plain words (see :mod:`taskgym.sandbox._commands`).
+    All run at the shell's top level, as typed in a terminal: ``declare``
+    makes globals that persist; a one-liner holding ``return`` takes the file path,
+    where ``return`` ends the sourced file.
+
+    The shell's stdout and stderr are files on two tmpfs mounts sized at the stream limit;
+    after a command the host reads them from where it left off (emptying them before a
+    command now and then), so output is never lost to a full pipe. The shell's
+    original stdout, a socket, carries only the line ``<tag><status> <sequence number>``
+    that ends each command, so a step is one write and, most often, one wake-up to read
+    one line. Each command runs without it (``251>&-``) and a socket cannot be reopened
+    through ``/proc``; anything but the expected line restarts the shell. Commands read
+    /dev/null as stdin and the control pipe is open only as bash's close-on-exec script
+    descriptor, so nothing they start can consume the protocol.
+    """
+
+    def __init__(self, backend: LocalBackend, spec: SandboxSpec, seed: Path | None) -> None:
+        self.spec = spec
+        self._backend = backend
+        self._lock = threading.Lock()
+        self._tag = b"__TG_" + secrets.token_hex(8).encode()
+        self._usage = ResourceUsage()
+        self._root_fd = -1
+        self._cmd_fd = -1
+        self._commands = CommandFile(-1)
+        self._out_fd = -1
+        self._err_fd = -1
+        self._out_off = 0
+        self._err_off = 0
+        self._ctl = -1
+        self._status_sock: socket.socket | None = None
+        self._seq = 0
+        self._proc: Launched | None = None
+        self._boot(seed_dir=seed, seed_fd=None)
+        _LIVE.add(self)
+
+    # -- life cycle -------------------------------------------------------------------
+    def _boot(self, seed_dir: Path | None, seed_fd: int | None) -> None:
+        try:
+            ctl_r, ctl_w = os.pipe()
+            status, shell_status = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        except OSError as exc:
+            if "ctl_w" in locals():
+                os.close(ctl_r)
+                os.close(ctl_w)
+            raise resource_error("could not start the sandbox shell", exc) from exc
+        try:
+            launched = self._backend.launch(
+                self.spec, ["/bin/bash", "--norc", "--noprofile", f"/dev/fd/{ctl_r}"], [ctl_r],
+                stdout=shell_status.fileno())
+        except BaseException:
+            os.close(ctl_w)
+            status.close()
+            raise
+        finally:
+            os.close(ctl_r)
+            shell_status.close()
+        self._proc = launched
+        self.limits_enforced_by = "cgroup" if launched.cgroup is not None else "rlimit"
+        self.cpu_limited = launched.cgroup is not None and launched.cgroup.cpu_limited
+        self._ctl = ctl_w
+        os.set_blocking(ctl_w, False)  # written holding the GIL: full must fail, not wait
+        proc = launched.proc
+        assert proc.stderr
+        self._status_sock = status
+        self._status, self._bwrap_err = status.fileno(), proc.stderr.fileno()
+        status.setblocking(False)
+        os.set_blocking(self._bwrap_err, False)
+        self._poll = select.poll()
+        self._poll.register(self._status, select.POLLIN)
+        self._seq = 1  # the number the next status line must carry (the host's count)
+        fd = STATUS_FD
+        # the script is read from bash's own close-on-exec copy of the control pipe (255):
+        # the inherited one is closed, so no command can read (or write) the protocol
+        bootstrap = (
+            f"exec {ctl_r}<&- {fd}>&1 1>>{CONTROL_DIR}/o/out 2>>{CONTROL_DIR}/e/err\n"
+            f"__ts() {{ printf '{self._tag.decode()}%d %s\\n' \"$?\" \"$1\" >&{fd}"
+            " || exit 125; }\n"
+            "readonly -f __ts; set +o history; unset HISTFILE; umask 022\n"
+        )
+        old_fd = self._root_fd
+        try:
+            ready = self._send(bootstrap.encode() + b"__ts 1\n", 10.0)
+            if ready.exit_code != 0 or ready.restarted:
+                raise SandboxError(f"the sandbox shell did not start: {ready.stderr}")
+            proc_root = f"/proc/{launched.init_pid}/root"
+            control = os.open(proc_root + CONTROL_DIR, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                self._cmd_fd = os.open("cmd", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644,
+                                       dir_fd=control)
+                self._commands = CommandFile(self._cmd_fd)
+                self._out_fd = _open_output("o/out", control)
+                self._err_fd = _open_output("e/err", control)
+                self._out_off = self._err_off = 0
+            finally:
+                os.close(control)
+            self._root_fd = os.open(proc_root + self.spec.workdir,
+                                    os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            if seed_dir is not None:
+                _fs.copy_in(seed_dir, self._root_fd)
+            if seed_fd is not None:
+                with tempfile.TemporaryDirectory(dir=runtime_root()) as tmp:
+                    _fs.copy_out(seed_fd, Path(tmp))
+                    _fs.copy_in(Path(tmp), self._root_fd)
+        except BaseException as exc:
+            self.close()
+            if isinstance(exc, OSError):
+                raise resource_error("could not prepare the sandbox", exc) from exc
+            raise
+        finally:
+            if old_fd >= 0:
+                os.close(old_fd)
+
+    def _restart(self) -> None:
+        """Replace a dead or hung shell with a fresh sandbox holding the same workspace."""
+        old_fd = os.dup(self._root_fd)
+        try:
+            self._shutdown_processes()
+            self._boot(seed_dir=None, seed_fd=old_fd)
+        finally:
+            os.close(old_fd)
+
+    def _shutdown_processes(self) -> None:
+        if self._proc is not None:
+            used = self._proc.reap()
+            self._usage.cpu_sec += used.cpu_sec
+            self._usage.peak_memory_bytes = max(self._usage.peak_memory_bytes,
+                                                used.peak_memory_bytes)
+            self._proc.close()
+            self._proc = None
+        self._close_fds("_ctl", "_cmd_fd", "_out_fd", "_err_fd")  # the stopped shell's
+        if self._status_sock is not None:
+            self._status_sock.close()
+            self._status_sock = None
+
+    def _close_fds(self, *attrs: str) -> None:
+        for attr in attrs:
+            fd = getattr(self, attr)
+            if fd >= 0:
+                os.close(fd)
+                setattr(self, attr, -1)
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.proc.poll() is None
+
+    def stop(self) -> None:
+        with self._lock:
+            self._shutdown_processes()
+
+    def usage(self) -> ResourceUsage:
+        usage = ResourceUsage(self._usage.cpu_sec, self._usage.peak_memory_bytes)
+        if self._proc is not None and self._proc.cgroup is not None:
+            usage.peak_memory_bytes = max(usage.peak_memory_bytes,
+                                          self._proc.cgroup.peak_memory())
+        return usage
+
+    def close(self) -> None:
+        self._shutdown_processes()
+        self._close_fds("_root_fd")
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+    # -- commands ---------------------------------------------------------------------
+    def exec(self, command: str, timeout: float | None = None) -> ExecResult:
+        limit = timeout if timeout is not None else self.spec.command_timeout_sec
+        with self._lock:
+            if self._proc is None:
+                raise SandboxError("the session is stopped")
+            # the files are emptied only now and then: a command's output is what follows
+            # the offset read up to (output of background jobs shows up as in a terminal)
+            if self._out_off >= _REWIND_AT:
+                os.ftruncate(self._out_fd, 0)
+                self._out_off = 0
+            if self._err_off >= _REWIND_AT:
+                os.ftruncate(self._err_fd, 0)
+                self._err_off = 0
+            self._seq += 1
+            return self._send(self._commands.trigger(command, self._seq), limit, killable=True)
+
+    def _send(self, script: bytes, timeout: float, killable: bool = False) -> ExecResult:
+        """Write ``script`` to the shell, wait for its status line, read its output files.
+
+        ``killable`` enables the timeout and runaway-output kill of what the command
+        started, and the restart of a dead or hung shell; at boot neither happens.
+        """
+        started = time.monotonic()
+        deadline = started + timeout
+        since = started if killable else None
+        status = b""
+        code: int | None = None
+        timed_out = runaway = hung = dead = bad_status = False
+        give_up: float | None = None
+        try:
+            _gil_held.write(self._ctl, script)
+        except BrokenPipeError:
+            dead = True
+        except BlockingIOError:  # the shell stopped reading its input: treat it as hung
+            hung = True
+        while not (dead or hung) and code is None:
+            now = time.monotonic()
+            wait_until = give_up if give_up is not None else deadline
+            if now >= wait_until:
+                if give_up is not None or since is None:
+                    hung = True
+                    break
+                timed_out = True
+                self._kill_started(since)
+                give_up = now + 2.0
+                continue
+            # wake up now and then to stop runaway output; a quick command answers first
+            wait = min(wait_until - now, _RUNAWAY_CHECK_SEC)
+            if not self._poll.poll(wait * 1000.0):
+                if not runaway and since is not None and self._output_full():
+                    runaway = True
+                    self._kill_started(since)
+                continue
+            chunk = _gil_held.read(self._status, 4096)
+            if not chunk:  # the shell is gone
+                dead = True
+                break
+            status += chunk
+            try:
+                code = self._find_status(status)
+            except BadStatus:
+                bad_status = hung = True  # the agent's doing: a fresh shell, as for a hung one
+        restarted = dead or hung
+        bwrap_err = b""
+        if dead and self._proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired, OSError):
+                code = self._proc.proc.wait(timeout=1.0)
+            with contextlib.suppress(OSError):
+                bwrap_err = os.read(self._bwrap_err, 65536)
+        cap = self.spec.output_limit_bytes
+        out, self._out_off, out_cut = _read_capped(self._out_fd, self._out_off, cap)
+        err, self._err_off, err_cut = _read_capped(self._err_fd, self._err_off, cap)
+        if (not runaway and since is not None
+                and (out_cut or err_cut or self.spec.stream_limit_bytes <= _REWIND_AT + cap)
+                and self._output_full()):
+            runaway = True  # the writer met the full file and gave up before the next check
+        if runaway:
+            err += output_cap_note(self.spec.stream_limit_bytes)
+        if bad_status:
+            err += BAD_STATUS_NOTE
+        if restarted and since is not None:
+            self._restart()
+        return ExecResult(
+            stdout=out, stderr=err + bwrap_err.decode("utf-8", errors="replace"),
+            exit_code=124 if timed_out else -1 if code is None or bad_status else code,
+            duration_sec=time.monotonic() - started, timed_out=timed_out,
+            truncated=runaway or out_cut or err_cut, restarted=restarted,
+        )
+
+    def _find_status(self, buf: bytes) -> int | None:
+        """The exit status in ``buf`` once it holds the whole status line of this command
+        (``<tag><status> <sequence number>``); ``None`` while it is a beginning of one.
+
+        Raises :class:`BadStatus` for anything else: bytes a command wrote on the channel
+        (through bash's saved copy, which its builtins can reach), an earlier command's
+        line, or more than one line.
+        """
+        end = buf.find(b"\n")
+        if end < 0:
+            if len(buf) > STATUS_MAX or not self._tag.startswith(buf[: len(self._tag)]):
+                raise BadStatus(buf)
+            return None
+        line = buf[:end]
+        suffix = b" %d" % self._seq
+        code = line[len(self._tag) : len(line) - len(suffix)]
+        if (end + 1 != len(buf) or not line.startswith(self._tag) or not line.endswith(suffix)
+                or not code.isdigit() or len(code) > 3):
+            raise BadStatus(buf)
+        return int(code)
+
+    def _output_full(self) -> bool:
+        """Whether the command filled its stdout or stderr file (runaway output)."""
+        full = self.spec.stream_limit_bytes - 4096  # a tmpfs is full to the page
+        return any(os.fstat(fd).st_size >= full for fd in (self._out_fd, self._err_fd))
+
+    def _kill_started(self, since: float) -> None:
+        """SIGKILL every process of this sandbox started at or after ``since`` (monotonic)."""
+        if self._proc is None:
+            return
+        since_tick = ticks_at(since)
+        keep = {self._proc.init_pid, self._proc.proc.pid}
+        keep.update(children(self._proc.init_pid))  # the shell itself
+        for pid, start in sandbox_processes(self._proc.pidns):
+            if pid not in keep and start >= since_tick:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+
+_LIVE: weakref.WeakSet[LocalSession] = weakref.WeakSet()
+
+@atexit.register
+def _close_all() -> None:
+    """Close sessions a program forgot, so its exit leaves nothing behind."""
+    for session in list(_LIVE):
+        with contextlib.suppress(Exception):
+            session.close()
+
+
+# -- helpers ----------------------------------------------------------------------------
+
+def _open_output(name: str, control: int) -> int:
+    """The host's descriptor of an output file; without access-time updates where allowed
+    (each step reads a file the shell has just written, which would dirty its inode)."""
+    flags = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        return os.open(name, flags | os.O_NOATIME, dir_fd=control)
+    except PermissionError:  # O_NOATIME needs the file's owner (or CAP_FOWNER)
+        return os.open(name, flags, dir_fd=control)
+
+def _read_capped(fd: int, offset: int, cap: int) -> tuple[str, int, bool]:
+    """An output file from ``offset`` on, as text (head and tail past ``cap``); the offset
+    read up to; whether the text was cut."""
+    if fd < 0:
+        return "", offset, False
+    data = _gil_held.pread(fd, cap + 1, offset)
+    if len(data) <= cap:
+        return data.decode("utf-8", errors="replace"), offset + len(data), False
+    size = os.fstat(fd).st_size
+    half = cap // 2
+    tail = os.pread(fd, half, size - half)
+    return join_cut(data[:half], size - offset - 2 * half, tail), size, True
