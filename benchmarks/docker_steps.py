@@ -34,7 +34,7 @@ from _common import ENV_ID, TASK_ID, Row, load_note, median, ms, print_rows  # n
 import taskgym  # noqa: E402
 from taskgym.sandbox import SandboxSpec  # noqa: E402
 from taskgym.sandbox.docker import DockerBackend, DockerSession  # noqa: E402
-from taskgym.sandbox.docker_images import env_image  # noqa: E402
+from taskgym.sandbox.docker.images import env_image  # noqa: E402
 
 IMAGE = env_image(ENV_ID)
 ACTION: dict[str, Any] = {"tool": "bash", "args": {"command": "echo hi"}}

@@ -51,7 +51,7 @@ def _docker_problem() -> str | None:
     if problem is None:
         import docker
 
-        from taskgym.sandbox.docker_images import BASE_IMAGE, env_ids_with_images, env_image
+        from taskgym.sandbox.docker.images import BASE_IMAGE, env_ids_with_images, env_image
 
         client = docker.from_env()
         try:

@@ -87,7 +87,7 @@ def _docker_checks() -> list[Check]:
                       "dockerd, builds the images)", optional=True)]
     import docker
 
-    from taskgym.sandbox.docker_images import (
+    from taskgym.sandbox.docker.images import (
         BASE_IMAGE,
         HOST_PYTHON_IMAGE,
         env_ids_with_images,

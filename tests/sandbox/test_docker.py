@@ -22,15 +22,10 @@ from gymnasium.utils.env_checker import check_env
 
 import taskgym
 from taskgym.sandbox import SandboxSpec
-from taskgym.sandbox.docker import (
-    KEEPER_UID,
-    LABEL,
-    OWNER_LABEL,
-    SANDBOX_UID,
-    DockerBackend,
-    DockerSession,
-)
+from taskgym.sandbox.docker import DockerBackend, DockerSession
+from taskgym.sandbox.docker.container import KEEPER_UID, LABEL, OWNER_LABEL
 from taskgym.sandbox.host_python import PythonView
+from taskgym.sandbox.procs import SANDBOX_UID
 
 pytestmark = pytest.mark.docker
 
@@ -212,8 +207,8 @@ def test_images_build_and_doctor_report_the_images(capsys: pytest.CaptureFixture
 def test_host_python_image_carries_the_installation_but_not_taskgym(
         docker_backend: DockerBackend, monkeypatch: pytest.MonkeyPatch) -> None:
     """The mechanism, on a small stand-in installation (the real one is gigabytes)."""
-    import taskgym.sandbox.docker as docker_module
-    import taskgym.sandbox.docker_images as images
+    import taskgym.sandbox.docker.backend as docker_module
+    import taskgym.sandbox.docker.images as images
 
     prefix = Path(tempfile.mkdtemp(prefix="taskgym-fake-python-", dir="/var/tmp"))
     prefix.chmod(0o755)  # as an installation is

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from taskgym.errors import SandboxUnavailableError
-from taskgym.sandbox.docker_images import _prune, apt_mirror, folder_hash
+from taskgym.sandbox.docker.images import _prune, apt_mirror, folder_hash
 
 
 def test_mirror_from_one_line_sources(tmp_path: Path) -> None:
@@ -61,7 +61,7 @@ def test_prune_leaves_no_homes_secrets_or_accounts(tmp_path: Path) -> None:
 def test_an_interpreter_under_tmp_is_refused_for_the_host_python_image(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Every container mounts its own empty /tmp, which would hide such a copy."""
-    import taskgym.sandbox.docker_images as images
+    import taskgym.sandbox.docker.images as images
     from taskgym.sandbox.host_python import PythonView
 
     view = PythonView("/tmp/venv/bin/python3", ("/opt/python/lib", "/tmp/venv/bin"), ())

@@ -164,7 +164,7 @@ def cmd_images_build(args: argparse.Namespace) -> int:
 
     from taskgym.errors import SandboxUnavailableError
     from taskgym.sandbox.docker import DockerBackend
-    from taskgym.sandbox.docker_images import (
+    from taskgym.sandbox.docker.images import (
         build_base,
         build_env_image,
         build_host_python,

@@ -18,7 +18,7 @@ from taskgym.core.task import FolderTaskSet, load_task
 from taskgym.domains.coding.verifier import grader_mode
 from taskgym.errors import ConfigError
 from taskgym.evaluation import EpisodeRecord, run_episode
-from taskgym.sandbox.docker_images import base_images
+from taskgym.sandbox.docker.images import base_images
 
 pytestmark = pytest.mark.sandbox
 

@@ -72,7 +72,7 @@ def image_workspace(backend: Backend, spec: SandboxSpec, seed: Path | None) -> P
     """The ``/app`` of the docker image of ``spec`` with ``seed`` copied over it, cached by
     image id and the content of ``seed``."""
     from taskgym.sandbox.docker import DockerBackend
-    from taskgym.sandbox.docker_images import export_image_dir, folder_hash
+    from taskgym.sandbox.docker.images import export_image_dir, folder_hash
 
     assert isinstance(backend, DockerBackend)
     tag = backend.image(spec)

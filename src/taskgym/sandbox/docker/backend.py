@@ -1,0 +1,321 @@
+"""The docker backend: images, starting sessions (warm or fresh), one-shot runs (grading) with
+their descriptors relayed into the container, and the process-wide backends."""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import gc
+import os
+import select
+import stat
+import threading
+import time
+import warnings
+import weakref
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from taskgym.errors import ConfigError, SandboxError, SandboxUnavailableError
+from taskgym.sandbox import _fs
+from taskgym.sandbox._commands import (
+    CONTROL_DIR,
+)
+from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec
+from taskgym.sandbox.cleanup import session_name
+from taskgym.sandbox.config import DockerConfig
+from taskgym.sandbox.docker.container import (
+    SHELL_ENV,
+    Container,
+    Shape,
+    Shell,
+    quote,
+    reap_containers,
+    removals_pending,
+)
+from taskgym.sandbox.docker.images import (
+    BASE_IMAGE,
+    HOST_PYTHON_IMAGE,
+    folder_image,
+    image_exists,
+)
+from taskgym.sandbox.docker.pool import Pool
+from taskgym.sandbox.docker.session import LIVE_SESSIONS, DockerSession
+from taskgym.sandbox.procs import SANDBOX_UID
+
+__all__ = ["LIVE_BACKENDS", "DockerBackend"]
+
+_ENGINE_HINT = (
+    "Install an engine (`sudo apt-get install -y docker.io`) and start it (`sudo dockerd "
+    "--bridge=none --iptables=false --ip-forward=false &`, or `sudo systemctl start docker`), "
+    "then build the images with `taskgym images build`.")
+
+
+def _owner() -> str:
+    return session_name().rsplit("-", 1)[0]
+
+
+class DockerBackend(Backend):
+    """Sandboxes as hardened Docker containers; see the module docstring.
+
+    Args:
+        pool_size: started containers kept ready per container shape (``TASKGYM_DOCKER_POOL``,
+            default 2; 0 starts every container on demand).
+    """
+
+    name = "docker"
+
+    def __init__(self, pool_size: int | None = None) -> None:
+        if pool_size is None:
+            pool_size = DockerConfig().pool_size
+        problem = self.check()
+        if problem:
+            raise SandboxUnavailableError(problem)
+        import docker
+
+        self.client = docker.from_env(timeout=120)
+        self.api = self.client.api
+        self.owner = _owner()
+        self._images: dict[str, str] = {}
+        self.pool = Pool(self, pool_size)
+        reap_containers(self.api)
+        LIVE_BACKENDS.add(self)
+
+    @classmethod
+    def shared(cls, config: DockerConfig | None = None) -> DockerBackend:
+        """The process's backend for ``config`` (what ``sandbox="docker"`` gives every env),
+        so all envs of a process with one config share one engine client and warm pool."""
+        config = config or DockerConfig()
+        with _SHARED_LOCK:
+            if config not in _SHARED:
+                _SHARED[config] = cls(config.pool_size)
+            return _SHARED[config]
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> DockerBackend:
+        return self  # a handle on the engine, shared (gymnasium copies make() arguments)
+
+    def __reduce__(self) -> tuple[type[DockerBackend], tuple[int]]:
+        return DockerBackend, (self.pool.size,)  # another process gets its own engine client
+
+    @classmethod
+    def check(cls) -> str | None:
+        try:
+            import docker
+        except ImportError:
+            return "the Docker SDK is missing: `pip install 'taskgym[docker]'` (or `pip install docker`)"
+        problem = None
+        try:
+            client = docker.from_env(timeout=10)
+            try:
+                client.ping()
+            finally:
+                client.close()
+        except Exception as exc:
+            problem = f"no Docker engine is reachable ({exc}). {_ENGINE_HINT}"
+        if problem is not None:
+            with warnings.catch_warnings():  # the SDK leaves the failed socket to the GC
+                warnings.simplefilter("ignore", ResourceWarning)
+                gc.collect()
+            return problem
+        if os.geteuid() != 0:
+            return ("the docker backend reaches container workspaces through /proc and must run "
+                    "as root (membership of the docker group is root-equivalent anyway)")
+        return None
+
+    def image(self, spec: SandboxSpec) -> str:
+        """The image tag for ``spec`` (a folder with a Dockerfile is built on first use;
+        without an image, ``host_python`` asks for the image holding taskgym's Python)."""
+        wanted = spec.image or (HOST_PYTHON_IMAGE if spec.host_python else BASE_IMAGE)
+        if wanted not in self._images:
+            if wanted.startswith("/"):
+                self._images[wanted] = folder_image(self.client, Path(wanted))
+            elif image_exists(self.client, wanted):
+                self._images[wanted] = wanted
+            else:
+                raise SandboxUnavailableError(
+                    f"the image {wanted} is not built; run `taskgym images build"
+                    f"{' ' + wanted.removeprefix('taskgym/') if wanted != BASE_IMAGE else ''}`")
+        return self._images[wanted]
+
+    def shape(self, spec: SandboxSpec, hidden: tuple[tuple[str, int], ...] = ()) -> Shape:
+        if not spec.workdir.startswith("/") or spec.workdir in ("/", "/usr", "/tmp", "/proc"):
+            raise ConfigError(f"workdir must be a fresh absolute path, not {spec.workdir!r}")
+        return Shape(self.image(spec), spec.workdir, spec.memory_mb, spec.pids, spec.cpus, spec.disk_mb,
+                      spec.tmp_mb, tuple(spec.writable_dirs), hidden)
+
+    def prepare(self, shape: Shape) -> tuple[Container, Shell]:
+        """Start a container of ``shape`` and open its shell (what the pool holds)."""
+        container = Container(self.api, shape, self.owner)
+        try:
+            return container, Shell(container, dict(SHELL_ENV))
+        except BaseException:
+            container.close()
+            raise
+
+    def start(self, spec: SandboxSpec, seed: Path | None = None) -> DockerSession:
+        if spec.ro_binds:
+            return self._fresh(spec, seed)
+        shape = self.shape(spec)
+        item = self.pool.take(shape)
+        if item is not None:
+            try:
+                return DockerSession(self, spec, item, seed)
+            except (SandboxError, OSError):
+                pass  # the pooled container died while waiting: start a new one
+        return DockerSession(self, spec, self.prepare(shape), seed)
+
+    def _fresh(self, spec: SandboxSpec, seed: Path | None) -> DockerSession:
+        """A session in a new container (never from the pool) with ``ro_binds`` copied into
+        root-owned folders the sandbox user can read but not change."""
+        hidden = []
+        for host_path, inside in spec.ro_binds.items():
+            if not Path(host_path).is_dir():
+                raise ConfigError(f"read-only folder {host_path} does not exist (the docker "
+                                  "backend copies folders, not single files)")
+            hidden.append((inside, max(16, 2 * _tree_size(Path(host_path)) // (1 << 20) + 1)))
+        container, shell = self.prepare(self.shape(spec, tuple(hidden)))
+        try:
+            for host_path, inside in spec.ro_binds.items():
+                fd = os.open(container.root + inside, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                try:
+                    _fs.copy_in(Path(host_path), fd)
+                finally:
+                    os.close(fd)
+        except BaseException:
+            shell.close()
+            container.close()
+            raise
+        return DockerSession(self, spec, (container, shell), seed)
+
+    def run(
+        self,
+        spec: SandboxSpec,
+        argv: list[str],
+        seed: Path | None = None,
+        timeout: float | None = None,
+        pass_fds: Sequence[int] = (),
+    ) -> tuple[ExecResult, ResourceUsage]:
+        """A fresh container, as :meth:`start` makes for ``ro_binds``. ``pass_fds`` are relayed:
+        an fd open for reading (or a regular file open for reading and writing) is copied from
+        its offset into a file the command opens under the same number (then deleted), one
+        open for writing becomes a FIFO drained into the host fd while the command runs."""
+        session = self._fresh(spec, seed)
+        container = session._container
+        relays: list[_FifoRelay] = []
+        try:
+            opens = []
+            control = container.root + CONTROL_DIR
+            for number in pass_fds:
+                path = f"{CONTROL_DIR}/fd{number}"
+                if _is_read_end(number):
+                    data = _read_available(number)
+                    with open(f"{control}/fd{number}", "wb") as fh:
+                        fh.write(data)
+                    os.chown(f"{control}/fd{number}", SANDBOX_UID, SANDBOX_UID)
+                    opens.append(f"{number}<{path}")
+                else:
+                    relays.append(_FifoRelay(f"{control}/fd{number}", number))
+                    opens.append(f"{number}>{path}")
+            command = " ".join(quote(arg) for arg in argv)
+            if opens:
+                files = " ".join(f"{CONTROL_DIR}/fd{n}" for n in pass_fds)
+                command = f"exec {' '.join(opens)}; rm -f {files}; exec {command}"
+            result = session.exec(f"( {command} )", timeout)
+            usage = container.usage()
+        finally:
+            session.close()
+            for relay in relays:
+                relay.finish()
+        return result, usage
+
+    def close(self) -> None:
+        """Drain the warm pool (sessions are closed by their owners)."""
+        self.pool.drain()
+
+
+_SHARED: dict[DockerConfig, DockerBackend] = {}
+
+
+_SHARED_LOCK = threading.Lock()
+
+
+LIVE_BACKENDS: weakref.WeakSet[DockerBackend] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    """Close what a program forgot and wait for the removals, so its exit leaves nothing."""
+    for session in list(LIVE_SESSIONS):
+        with contextlib.suppress(Exception):
+            session.close()
+    for backend in list(LIVE_BACKENDS):
+        with contextlib.suppress(Exception):
+            backend.close()
+    deadline = time.monotonic() + 30
+    while removals_pending() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+class _FifoRelay:
+    """Copies what the container writes into a FIFO to a host fd, while it runs."""
+
+    def __init__(self, path: str, host_fd: int) -> None:
+        os.mkfifo(path, 0o600)
+        os.chown(path, SANDBOX_UID, SANDBOX_UID)
+        self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        self.host_fd = host_fd
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._copy, daemon=True)
+        self.thread.start()
+
+    def _copy(self) -> None:
+        poll = select.poll()
+        poll.register(self.fd, select.POLLIN)
+        while True:
+            finishing = self.done.is_set()
+            poll.poll(50)
+            try:
+                chunk = os.read(self.fd, 65536)
+            except BlockingIOError:
+                chunk = b""
+            if chunk:
+                with contextlib.suppress(OSError):
+                    os.write(self.host_fd, chunk)
+            elif finishing:
+                break
+            else:
+                time.sleep(0.005)  # no writer yet, or between writes
+        os.close(self.fd)
+
+    def finish(self) -> None:
+        self.done.set()
+        self.thread.join(timeout=10)
+
+
+def _is_read_end(fd: int) -> bool:
+    """Whether the command reads ``fd``: open read-only, or a regular file open for both."""
+    import fcntl
+
+    mode = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE
+    return mode == os.O_RDONLY or (mode == os.O_RDWR and stat.S_ISREG(os.fstat(fd).st_mode))
+
+
+def _read_available(fd: int) -> bytes:
+    """What can be read from ``fd`` now, without waiting."""
+    chunks = []
+    poll = select.poll()
+    poll.register(fd, select.POLLIN)
+    while poll.poll(0):
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _tree_size(folder: Path) -> int:
+    return sum(p.lstat().st_size for p in folder.rglob("*"))
