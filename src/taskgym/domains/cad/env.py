@@ -20,6 +20,7 @@ from taskgym.domains.cad.verifier import INSIDE_DIR, INSIDE_MOUNT, grade_code
 from taskgym.errors import MissingDependencyError
 from taskgym.sandbox import SandboxSpec, Session
 from taskgym.tools import shell_tools
+from taskgym.tools.view import VIEW_BINDS
 
 __all__ = ["PART_FILE", "CadEnv"]
 
@@ -98,7 +99,7 @@ class CadEnv(TaskEnv):
         limits = self.limits(task)
         return SandboxSpec(memory_mb=max(limits.memory_mb, MIN_MEMORY_MB), pids=limits.pids,
                            disk_mb=limits.disk_mb, command_timeout_sec=limits.command_timeout_sec,
-                           host_python=True, ro_binds={str(INSIDE_DIR): INSIDE_MOUNT},
+                           host_python=True, ro_binds={str(INSIDE_DIR): INSIDE_MOUNT, **VIEW_BINDS},
                            image=self.container_image(task))
 
     def reset(self, *, seed: int | None = None,
