@@ -1,0 +1,228 @@
+"""``mesh-trimesh-v0``: build, repair and edit triangle meshes with trimesh; geometry decides."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shlex
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from taskgym.core.env import TaskEnv
+from taskgym.core.paths import envs_dir
+from taskgym.core.reward import RewardResult
+from taskgym.core.task import FolderTaskSet, Task, TaskSet
+from taskgym.core.tool import Tool, ToolResult
+from taskgym.domains.mesh.generators import FAMILIES, generated_tasks
+from taskgym.domains.mesh.verifier import (
+    FORMATS,
+    INSIDE_DIR,
+    INSIDE_MOUNT,
+    MAX_BYTES,
+    grade_file,
+    settings_of,
+)
+from taskgym.errors import MissingDependencyError
+from taskgym.sandbox import SandboxSpec, Session
+from taskgym.tools import shell_tools
+from taskgym.tools.view import VIEW_BINDS
+
+__all__ = ["MeshEnv"]
+
+ENV_ID = "mesh-trimesh-v0"
+SCRIPT = "script.py"
+MIN_MEMORY_MB = 2048
+WORKER_START_SEC = 120.0
+TEXT_LIMIT = 20_000
+PNG_LIMIT = 8 << 20
+Path3 = tuple[float, float, float]
+
+_CONVENTION = (
+    "\n\n---\nWork in millimetres with trimesh (`import trimesh`; manifold3d and numpy are there "
+    "too) in /app. `run_python(code)` saves the code as /app/script.py and runs it in a warm "
+    "interpreter; `inspect_mesh`, `render` and `measure` look at a mesh file (STL, OBJ, PLY, OFF or "
+    "GLB). `submit(path)` grades the file (by default {output}): geometry decides.\n")
+
+
+class Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RunArgs(Args):
+    code: str | None = Field(default=None, description=(
+        "Python code (trimesh, manifold3d and numpy are imported as trimesh, manifold3d, np); "
+        "saved as /app/script.py. Omit to run /app/script.py as it is."))
+
+
+class PathArgs(Args):
+    path: str = Field(description="A mesh file in /app (.stl, .obj, .ply, .off or .glb)")
+
+
+class RenderArgs(PathArgs):
+    view: Literal["iso", "front", "top", "right", "bottom"] = Field(default="iso", description=(
+        "iso: from (+X, -Y, +Z); front: along +Y; top: down -Z; right: along -X; bottom: up +Z."))
+
+
+class MeasureArgs(PathArgs):
+    query: Literal["signed_distance", "section", "distance"] = Field(description=(
+        "signed_distance: of each of `points` to the surface (positive inside) and the nearest "
+        "surface point; section: the cut by the plane through `origin` with `normal` (area, "
+        "contours, extent); distance: from this mesh to the mesh `other` (chamfer, Hausdorff, "
+        "intersection volume, smallest gap)."))
+    points: list[Path3] | None = Field(default=None, max_length=100, description="[[x, y, z], ...] in mm")
+    origin: Path3 | None = None
+    normal: Path3 | None = None
+    other: str | None = Field(default=None, description="a second mesh file, for `distance`")
+
+
+class SubmitArgs(Args):
+    path: str | None = Field(default=None, description="Mesh file to grade; omit for the task's output.")
+
+
+class Reply(BaseModel):
+    """What the worker answers: untrusted (the agent controls the sandbox), so checked."""
+
+    ok: bool
+    text: str
+    png: str | None = None
+
+
+class MeshEnv(TaskEnv):
+    """trimesh in a sandbox with a warm worker; ``submit`` compares a mesh file with a hidden target.
+
+    ``tasks`` may also be ``"curated"`` (the default), ``"generated"`` (every family) or
+    ``"generated:<family>[,<family>...]"``.
+    """
+
+    domain = "mesh"
+    description = "Build, repair and edit triangle meshes with trimesh; exact geometry decides."
+    image = "taskgym/mesh-trimesh-v0"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        missing = [m for m in ("trimesh", "manifold3d", "scipy") if importlib.util.find_spec(m) is None]
+        if missing:
+            raise MissingDependencyError(
+                f"mesh-trimesh-v0 needs {', '.join(missing)} (to make its tasks and, in the local "
+                "sandbox, inside it): pip install 'taskgym[mesh]'")
+        self._submitted: str | None = None
+        super().__init__(*args, **kwargs)
+
+    def default_tasks(self) -> TaskSet:
+        return FolderTaskSet(envs_dir() / ENV_ID / "tasks", self.domain)
+
+    def generated_tasks(self, names: tuple[str, ...]) -> TaskSet:
+        return generated_tasks(names or FAMILIES)
+
+    def workspace_seed(self, task: Task) -> Path | None:
+        files = task.path / "environment" / "files"
+        return files if files.is_dir() else None
+
+    def sandbox_spec(self, task: Task) -> SandboxSpec:
+        limits = self.limits(task)
+        return SandboxSpec(memory_mb=max(limits.memory_mb, MIN_MEMORY_MB), pids=limits.pids,
+                           disk_mb=limits.disk_mb, command_timeout_sec=limits.command_timeout_sec,
+                           host_python=True, ro_binds={str(INSIDE_DIR): INSIDE_MOUNT, **VIEW_BINDS},
+                           image=self.container_image(task))
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[dict[str, str], dict[str, Any]]:
+        self._submitted = None
+        obs, info = super().reset(seed=seed, options=options)
+        assert self.task is not None
+        return {"text": obs["text"] + _CONVENTION.format(output=settings_of(self.task).output)}, info
+
+    # -- tools ------------------------------------------------------------------------
+    def _call(self, op: str, timeout: float | None = None, **request: Any) -> Reply:
+        assert self.task is not None
+        settings = settings_of(self.task)
+        timeout = timeout or settings.run_timeout_sec
+        request.update(op=op, timeout=timeout, memory_mb=settings.run_memory_mb)
+        command = f"python3 -I -S {INSIDE_MOUNT}/worker.py call {shlex.quote(json.dumps(request))}"
+        result = self.session.exec(command, timeout=max(1.0, min(
+            timeout + WORKER_START_SEC, self.remaining_seconds())))
+        try:
+            reply = Reply.model_validate_json(result.stdout)
+        except ValidationError:
+            detail = (result.stdout + result.stderr)[-1500:]
+            timed = " (timed out)" if result.timed_out else ""
+            return Reply(ok=False, text=f"the trimesh worker gave no answer{timed}:\n{detail}")
+        return reply.model_copy(update={"text": reply.text[:TEXT_LIMIT]})
+
+    @staticmethod
+    def _result(reply: Reply, **extra: Any) -> ToolResult:
+        return ToolResult(reply.text, error=None if reply.ok else reply.text, **extra)
+
+    def _run_python(self, args: RunArgs) -> ToolResult:
+        if args.code is not None:
+            self.session.write_file(SCRIPT, args.code.encode("utf-8", "surrogateescape"))
+        reply = self._call("run", path=f"/app/{SCRIPT}")
+        return ToolResult(reply.text, info={"ok": reply.ok})
+
+    def _inspect(self, args: PathArgs) -> ToolResult:
+        return self._result(self._call("inspect", 60, path=args.path))
+
+    def _render(self, args: RenderArgs) -> ToolResult:
+        reply = self._call("render", 120, path=args.path, view=args.view)
+        try:
+            png = self.session.read_file(reply.png, limit=PNG_LIMIT) if reply.ok and reply.png else b""
+        except (OSError, ValueError):
+            png = b""
+        if not png.startswith(b"\x89PNG"):
+            return self._result(reply.model_copy(update={"ok": False}) if reply.ok else reply)
+        return ToolResult(reply.text, images=(png,))
+
+    def _measure(self, args: MeasureArgs) -> ToolResult:
+        needed = {"signed_distance": ("points",), "section": ("origin", "normal"),
+                  "distance": ("other",)}[args.query]
+        missing = [key for key in needed if getattr(args, key) is None]
+        if missing:
+            message = f"measure {args.query!r} needs {' and '.join(f'`{k}`' for k in missing)}"
+            return ToolResult(f"error: {message}", error=message)
+        request = {key: getattr(args, key) for key in ("path", "query", *needed)}
+        return self._result(self._call("measure", 120, **request))
+
+    def _submit(self, args: SubmitArgs) -> ToolResult:
+        assert self.task is not None
+        self._submitted = args.path or settings_of(self.task).output
+        return ToolResult(f"submitted {self._submitted}", done=True)
+
+    def make_tools(self) -> list[Tool]:
+        def max_timeout() -> float:
+            return max(1.0, min(self.episode_limits.command_timeout_sec, self.remaining_seconds()))
+
+        return [
+            Tool("run_python", "Save Python code as /app/script.py and run it in a warm interpreter "
+                 "with trimesh imported (bounded in time, memory and file size); shows its output "
+                 "or its traceback.", RunArgs, self._run_python),
+            Tool("inspect_mesh", "Check a mesh file: watertight, winding, volume, Euler number, "
+                 "bodies, volume, area, bounds, face and vertex counts, degenerate and duplicate "
+                 "faces, open and non-manifold edges.", PathArgs, self._inspect),
+            Tool("render", "A shaded PNG of a mesh file (image attached), isometric or an "
+                 "orthographic view with millimetre axes; sharp and open edges drawn dark.",
+                 RenderArgs, self._render),
+            Tool("measure", "Measure a mesh file: signed distances of points, a cross-section "
+                 "by a plane, the distance and overlap with another mesh.", MeasureArgs, self._measure),
+            *shell_tools(lambda: self.session, max_timeout),
+            Tool("submit", "Grade a mesh file against the hidden target; ends the episode.",
+                 SubmitArgs, self._submit),
+        ]
+
+    # -- grading ----------------------------------------------------------------------
+    def verify(self, task: Task, session: Session) -> RewardResult:
+        path = self._submitted or settings_of(task).output
+        kind = PurePosixPath(path).suffix.lower().lstrip(".")
+        if kind not in FORMATS:
+            return RewardResult.failed(f"{path}: not a mesh file name (.{', .'.join(FORMATS)})")
+        try:
+            data = session.read_file(path, limit=MAX_BYTES + 1)
+        except (OSError, ValueError) as exc:
+            return RewardResult.failed(f"nothing to grade: {path} is missing ({exc})")
+        if len(data) > MAX_BYTES:
+            return RewardResult.failed(f"{path} is over the {MAX_BYTES}-byte bound of a submission")
+        return grade_file(task, f"submission.{kind}", data, self.backend)
+
+    def oracle_actions(self, task: Task) -> list[dict[str, Any]]:
+        code = (task.path / "solution" / "solve.py").read_text()
+        return [{"tool": "run_python", "args": {"code": code}}, {"tool": "submit", "args": {}}]
