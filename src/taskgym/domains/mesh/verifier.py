@@ -54,6 +54,8 @@ class MeshSettings(BaseModel):
     iou_threshold: float = Field(default=0.95, gt=0, le=1)
     hausdorff_mm: float | None = Field(default=None, gt=0)
     scene: Scene | None = None
+    unlike_input: str | None = None
+    """A copy of the input in ``tests/``: a submission no nearer (IoU) the target than this fails."""
     run_timeout_sec: float = Field(default=60.0, gt=0)
     run_memory_mb: int = Field(default=1024, ge=64)
 
@@ -78,7 +80,7 @@ def grade_file(task: Task, name: str, data: bytes, backend: Backend) -> RewardRe
     files = {str(p.relative_to(tests)): base64.b64encode(p.read_bytes()).decode()
              for p in sorted(tests.rglob("*")) if p.is_file()}
     grader = settings.model_dump(include={"score", "solid", "bodies", "max_faces",
-                                          "iou_threshold", "hausdorff_mm"})
+                                          "iou_threshold", "hausdorff_mm", "unlike_input"})
     if settings.scene is not None:
         grader.update(settings.scene.model_dump())
     secret = json.dumps({"settings": grader, "files": files}).encode()

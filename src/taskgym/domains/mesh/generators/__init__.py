@@ -43,10 +43,10 @@ class Design:
     solve: str
     """The oracle: Python run in /app by run_python (trimesh, manifold3d, np imported)."""
     output: str
-    inputs: dict[str, bytes] = field(default_factory=dict)
+    inputs: dict[str, bytes | str] = field(default_factory=dict)
     real: bool = False
     """Inputs or target come from the real meshes in :data:`DATA` (their notices are copied)."""
-    target: bytes | None = None
+    target: bytes | str | None = None
     """The hidden target, in ``output``'s format; ``None``: what ``solve`` writes."""
     hidden: dict[str, bytes] = field(default_factory=dict)
     """More hidden files for ``tests/`` (a scene's parts)."""
@@ -74,6 +74,10 @@ def write_task(design: Design, dest: Path, family: str) -> None:
         folder.mkdir(parents=True)
     (dest / "instruction.md").write_text(f"# {design.title}\n\n{design.instruction.strip()}\n")
     settings = {"output": design.output, **design.settings}
+    meshes = [n for n in design.inputs if n.rsplit(".", 1)[-1].lower() in ("stl", "obj", "ply", "off", "glb")]
+    if settings.get("score", "iou") == "iou" and len(meshes) == 1:  # the gate's "changed at all?"
+        settings["unlike_input"] = "input." + meshes[0].rsplit(".", 1)[1].lower()
+        (tests / settings["unlike_input"]).write_bytes(_bytes(design.inputs[meshes[0]]))
     scene = settings.pop("scene", None)
     lines = [f"{k} = {_toml(v)}" for k, v in settings.items()]
     if scene is not None:
@@ -86,24 +90,29 @@ def write_task(design: Design, dest: Path, family: str) -> None:
     code = "import manifold3d\nimport numpy as np\nimport trimesh\n\n" + design.solve.strip() + "\n"
     (solution / "solve.py").write_text(code)
     for name, data in design.inputs.items():
-        (files / name).write_bytes(data)
+        (files / name).write_bytes(_bytes(data))
     for name, data in design.hidden.items():
         (tests / name).parent.mkdir(parents=True, exist_ok=True)
-        (tests / name).write_bytes(data)
+        (tests / name).write_bytes(_bytes(data))
     target = design.target if design.target is not None else _run(code, design.inputs, design.output)
     if target:
-        (tests / f"target{Path(design.output).suffix}").write_bytes(target)
+        (tests / f"target{Path(design.output).suffix}").write_bytes(_bytes(target))
     if design.real:
         for folder in (files, tests):
             for notice in REAL_NOTICES:
                 shutil.copy(DATA / notice, folder / notice)
 
 
-def _run(code: str, inputs: dict[str, bytes], output: str) -> bytes:
+def _bytes(data: bytes | str) -> bytes:
+    """trimesh exports text formats (OBJ, OFF) as ``str``."""
+    return data.encode() if isinstance(data, str) else data
+
+
+def _run(code: str, inputs: dict[str, bytes | str], output: str) -> bytes:
     """What the oracle's ``code`` writes as ``output``, run on the host in a scratch folder."""
     with tempfile.TemporaryDirectory(prefix="taskgym-mesh-gen-") as tmp:
         for name, data in inputs.items():
-            (Path(tmp) / name).write_bytes(data)
+            (Path(tmp) / name).write_bytes(_bytes(data))
         done = subprocess.run([sys.executable, "-I", "-c", code], cwd=tmp, capture_output=True,
                               text=True, timeout=300, env={**os.environ, "PYTHONHASHSEED": "0"})
         if done.returncode != 0 or not (Path(tmp) / output).is_file():

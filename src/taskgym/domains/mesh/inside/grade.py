@@ -75,8 +75,11 @@ def grade(path: str, settings: dict[str, Any], files: dict[str, bytes]) -> dict[
             distances = meshlib.surface_distances(mesh, target, 5000 if kind == "iou" else 20000)
             record["measured"] = distances
             if kind == "iou":
-                found = meshlib.iou(meshlib.to_manifold(mesh), meshlib.to_manifold(target))
+                solid = meshlib.to_manifold(mesh)
+                found = meshlib.iou(solid, meshlib.to_manifold(target))
                 record["measured"].update(found)
+                if settings.get("unlike_input"):
+                    unchanged(solid, found["iou"], settings["unlike_input"], files)
                 record["score"] = found["iou"]
                 record["success"] = found["iou"] >= settings["iou_threshold"]
             else:
@@ -86,6 +89,19 @@ def grade(path: str, settings: dict[str, Any], files: dict[str, bytes]) -> dict[
     except (Fail, meshlib.MeshError) as exc:
         return {**record, "gate": False, "reason": str(exc)}
     return {**record, "gate": True}
+
+
+def unchanged(solid: Any, iou: float, name: str, files: dict[str, bytes]) -> None:
+    """Fail a submission that is no nearer the target than the task's input is (when the
+    input is a valid solid at all: a broken one fails the volume gate itself)."""
+    try:
+        given = meshlib.to_manifold(meshlib.cleaned(meshlib.load(name, files[name])))
+    except meshlib.MeshError:
+        return
+    like_input = meshlib.iou(solid, given)["iou"]
+    if like_input >= iou:
+        raise Fail(f"the mesh is no nearer the target than the unchanged input is (IoU with the "
+                   f"input {like_input:.4f}, with the target {iou:.4f})")
 
 
 def scene(mesh: Any, settings: dict[str, Any], files: dict[str, bytes]) -> dict[str, Any]:
