@@ -16,8 +16,8 @@ from taskgym.domains.mesh.generators import build, decimate, edit, fit, hollow, 
 ROOT = Path(__file__).resolve().parent.parent / "envs" / "mesh-trimesh-v0" / "tasks"
 
 CURATED = {
-    "plate-four-holes": ("build", lambda: build.plate(100, 60, 8, [(10, 10, 6.6), (90, 10, 6.6), (10, 50, 6.6),
-                                                                 (90, 50, 6.6)], "stl")),
+    "plate-four-holes": ("build", lambda: build.plate(
+        100, 60, 8, [(10, 10, 6.6), (90, 10, 6.6), (10, 50, 6.6), (90, 50, 6.6)], "stl")),
     "plate-two-holes-obj": ("build", lambda: build.plate(80, 40, 5, [(20, 20, 8.0), (60, 20, 4.5)], "obj")),
     "block-with-boss": ("build", lambda: build.boss(50, 50, 10, 24, 12, 8, "ply")),
     "bearing-block-glb": ("build", lambda: build.boss(70, 40, 15, 30, 10, 16, "glb")),

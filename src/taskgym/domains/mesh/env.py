@@ -16,14 +16,7 @@ from taskgym.core.reward import RewardResult
 from taskgym.core.task import FolderTaskSet, Task, TaskSet
 from taskgym.core.tool import Tool, ToolResult
 from taskgym.domains.mesh.generators import FAMILIES, generated_tasks
-from taskgym.domains.mesh.verifier import (
-    FORMATS,
-    INSIDE_DIR,
-    INSIDE_MOUNT,
-    MAX_BYTES,
-    grade_file,
-    settings_of,
-)
+from taskgym.domains.mesh.verifier import BINDS, FORMATS, MAX_BYTES, grade_file, settings_of
 from taskgym.errors import MissingDependencyError
 from taskgym.sandbox import SandboxSpec, Session
 from taskgym.tools import shell_tools
@@ -31,7 +24,6 @@ from taskgym.tools.view import VIEW_BINDS
 
 __all__ = ["MeshEnv"]
 
-ENV_ID = "mesh-trimesh-v0"
 SCRIPT = "script.py"
 MIN_MEMORY_MB = 2048
 WORKER_START_SEC = 120.0
@@ -81,20 +73,15 @@ class SubmitArgs(Args):
     path: str | None = Field(default=None, description="Mesh file to grade; omit for the task's output.")
 
 
-class Reply(BaseModel):
-    """What the worker answers: untrusted (the agent controls the sandbox), so checked."""
-
+class Reply(BaseModel):  # the worker's answer: untrusted (the agent controls the sandbox)
     ok: bool
     text: str
     png: str | None = None
 
 
 class MeshEnv(TaskEnv):
-    """trimesh in a sandbox with a warm worker; ``submit`` compares a mesh file with a hidden target.
-
-    ``tasks`` may also be ``"curated"`` (the default), ``"generated"`` (every family) or
-    ``"generated:<family>[,<family>...]"``.
-    """
+    """trimesh in a sandbox with a warm worker; ``submit`` grades a mesh file against a hidden
+    target. ``tasks`` may also be ``"curated"``, ``"generated"`` or ``"generated:<family>,..."``."""
 
     domain = "mesh"
     description = "Build, repair and edit triangle meshes with trimesh; exact geometry decides."
@@ -110,7 +97,7 @@ class MeshEnv(TaskEnv):
         super().__init__(*args, **kwargs)
 
     def default_tasks(self) -> TaskSet:
-        return FolderTaskSet(envs_dir() / ENV_ID / "tasks", self.domain)
+        return FolderTaskSet(envs_dir() / "mesh-trimesh-v0" / "tasks", self.domain)
 
     def generated_tasks(self, names: tuple[str, ...]) -> TaskSet:
         return generated_tasks(names or FAMILIES)
@@ -123,7 +110,7 @@ class MeshEnv(TaskEnv):
         limits = self.limits(task)
         return SandboxSpec(memory_mb=max(limits.memory_mb, MIN_MEMORY_MB), pids=limits.pids,
                            disk_mb=limits.disk_mb, command_timeout_sec=limits.command_timeout_sec,
-                           host_python=True, ro_binds={str(INSIDE_DIR): INSIDE_MOUNT, **VIEW_BINDS},
+                           host_python=True, ro_binds={**BINDS, **VIEW_BINDS},
                            image=self.container_image(task))
 
     def reset(self, *, seed: int | None = None,
@@ -133,13 +120,12 @@ class MeshEnv(TaskEnv):
         assert self.task is not None
         return {"text": obs["text"] + _CONVENTION.format(output=settings_of(self.task).output)}, info
 
-    # -- tools ------------------------------------------------------------------------
     def _call(self, op: str, timeout: float | None = None, **request: Any) -> Reply:
         assert self.task is not None
         settings = settings_of(self.task)
         timeout = timeout or settings.run_timeout_sec
         request.update(op=op, timeout=timeout, memory_mb=settings.run_memory_mb)
-        command = f"python3 -I -S {INSIDE_MOUNT}/worker.py call {shlex.quote(json.dumps(request))}"
+        command = f"python3 -I -S /.mesh/worker.py call {shlex.quote(json.dumps(request))}"
         result = self.session.exec(command, timeout=max(1.0, min(
             timeout + WORKER_START_SEC, self.remaining_seconds())))
         try:
@@ -150,10 +136,6 @@ class MeshEnv(TaskEnv):
             return Reply(ok=False, text=f"the trimesh worker gave no answer{timed}:\n{detail}")
         return reply.model_copy(update={"text": reply.text[:TEXT_LIMIT]})
 
-    @staticmethod
-    def _result(reply: Reply, **extra: Any) -> ToolResult:
-        return ToolResult(reply.text, error=None if reply.ok else reply.text, **extra)
-
     def _run_python(self, args: RunArgs) -> ToolResult:
         if args.code is not None:
             self.session.write_file(SCRIPT, args.code.encode("utf-8", "surrogateescape"))
@@ -161,7 +143,7 @@ class MeshEnv(TaskEnv):
         return ToolResult(reply.text, info={"ok": reply.ok})
 
     def _inspect(self, args: PathArgs) -> ToolResult:
-        return self._result(self._call("inspect", 60, path=args.path))
+        return _result(self._call("inspect", 60, path=args.path))
 
     def _render(self, args: RenderArgs) -> ToolResult:
         reply = self._call("render", 120, path=args.path, view=args.view)
@@ -170,7 +152,7 @@ class MeshEnv(TaskEnv):
         except (OSError, ValueError):
             png = b""
         if not png.startswith(b"\x89PNG"):
-            return self._result(reply.model_copy(update={"ok": False}) if reply.ok else reply)
+            return _result(reply.model_copy(update={"ok": False}))
         return ToolResult(reply.text, images=(png,))
 
     def _measure(self, args: MeasureArgs) -> ToolResult:
@@ -181,7 +163,7 @@ class MeshEnv(TaskEnv):
             message = f"measure {args.query!r} needs {' and '.join(f'`{k}`' for k in missing)}"
             return ToolResult(f"error: {message}", error=message)
         request = {key: getattr(args, key) for key in ("path", "query", *needed)}
-        return self._result(self._call("measure", 120, **request))
+        return _result(self._call("measure", 120, **request))
 
     def _submit(self, args: SubmitArgs) -> ToolResult:
         assert self.task is not None
@@ -193,15 +175,14 @@ class MeshEnv(TaskEnv):
             return max(1.0, min(self.episode_limits.command_timeout_sec, self.remaining_seconds()))
 
         return [
-            Tool("run_python", "Save Python code as /app/script.py and run it in a warm interpreter "
-                 "with trimesh imported (bounded in time, memory and file size); shows its output "
-                 "or its traceback.", RunArgs, self._run_python),
+            Tool("run_python", "Save Python code as /app/script.py and run it in a warm interpreter with "
+                 "trimesh (bounded in time, memory, file size): its output or traceback.",
+                 RunArgs, self._run_python),
             Tool("inspect_mesh", "Check a mesh file: watertight, winding, volume, Euler number, "
                  "bodies, volume, area, bounds, face and vertex counts, degenerate and duplicate "
                  "faces, open and non-manifold edges.", PathArgs, self._inspect),
-            Tool("render", "A shaded PNG of a mesh file (image attached), isometric or an "
-                 "orthographic view with millimetre axes; sharp and open edges drawn dark.",
-                 RenderArgs, self._render),
+            Tool("render", "A shaded PNG of a mesh file (image attached), isometric or orthographic with "
+                 "millimetre axes; sharp and open edges drawn dark.", RenderArgs, self._render),
             Tool("measure", "Measure a mesh file: signed distances of points, a cross-section "
                  "by a plane, the distance and overlap with another mesh.", MeasureArgs, self._measure),
             *shell_tools(lambda: self.session, max_timeout),
@@ -209,7 +190,6 @@ class MeshEnv(TaskEnv):
                  SubmitArgs, self._submit),
         ]
 
-    # -- grading ----------------------------------------------------------------------
     def verify(self, task: Task, session: Session) -> RewardResult:
         path = self._submitted or settings_of(task).output
         kind = PurePosixPath(path).suffix.lower().lstrip(".")
@@ -226,3 +206,7 @@ class MeshEnv(TaskEnv):
     def oracle_actions(self, task: Task) -> list[dict[str, Any]]:
         code = (task.path / "solution" / "solve.py").read_text()
         return [{"tool": "run_python", "args": {"code": code}}, {"tool": "submit", "args": {}}]
+
+
+def _result(reply: Reply) -> ToolResult:
+    return ToolResult(reply.text, error=None if reply.ok else reply.text)

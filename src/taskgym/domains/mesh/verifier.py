@@ -21,10 +21,11 @@ from taskgym.errors import ConfigError
 from taskgym.sandbox import Backend, SandboxSpec
 from taskgym.sandbox.grading import run_grader
 
-__all__ = ["INSIDE_DIR", "INSIDE_MOUNT", "MAX_BYTES", "MeshSettings", "grade_file", "settings_of"]
+__all__ = ["BINDS", "FORMATS", "MAX_BYTES", "MeshSettings", "grade_file", "settings_of"]
 
 INSIDE_DIR = Path(__file__).parent / "inside"
-INSIDE_MOUNT = "/.mesh"
+BINDS = {str(INSIDE_DIR): "/.mesh"}
+"""The in-sandbox scripts (worker, grader, meshlib), read-only in every sandbox of the domain."""
 MAX_BYTES = 48 << 20
 """Largest submission graded (the grader's own bound, ``meshlib.MAX_BYTES``)."""
 FORMATS = ("stl", "obj", "ply", "off", "glb")
@@ -86,11 +87,11 @@ def grade_file(task: Task, name: str, data: bytes, backend: Backend) -> RewardRe
     secret = json.dumps({"settings": grader, "files": files}).encode()
     limits = task.limits
     spec = SandboxSpec(host_python=True, memory_mb=max(limits.memory_mb, 4096), pids=limits.pids,
-                       disk_mb=limits.disk_mb, ro_binds={str(INSIDE_DIR): INSIDE_MOUNT},
+                       disk_mb=limits.disk_mb, ro_binds=BINDS,
                        env={"PYTHONDONTWRITEBYTECODE": "1"})
     with tempfile.TemporaryDirectory(prefix="taskgym-mesh-") as tmp:
         (Path(tmp) / name).write_bytes(data)
-        run = run_grader(backend, spec, ["python3", "-I", "-B", f"{INSIDE_MOUNT}/grade.py", name],
+        run = run_grader(backend, spec, ["python3", "-I", "-B", "/.mesh/grade.py", name],
                          seed=Path(tmp), timeout=limits.verifier_timeout_sec,
                          secrets={"TASKGYM_SECRET_FD": secret})
     common: dict[str, Any] = {"verifier_seconds": round(run.result.duration_sec, 3),
@@ -113,9 +114,5 @@ def grade_file(task: Task, name: str, data: bytes, backend: Backend) -> RewardRe
         return RewardResult.failed(f"the grader reported an impossible score {score}", **common)
     components = {k: float(v) for k, v in measured.items() if isinstance(v, int | float)}
     components[settings.score] = score
-    details = {**common, "measured": measured}
-    if not success:
-        details["reason"] = (f"IoU {score:.4f} < {settings.iou_threshold}" if settings.score != "hausdorff"
-                             else f"Hausdorff distance {measured['hausdorff_mm']:.4f} mm over "
-                                  f"{settings.hausdorff_mm} mm")
+    details = {**common, "measured": measured, **({} if success else {"reason": record.get("reason")})}
     return RewardResult(score=score, success=success, components=components, details=details)

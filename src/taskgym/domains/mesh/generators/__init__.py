@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import io
 import json
 import os
 import random
@@ -21,12 +22,15 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from taskgym.core.task import GeneratedTaskSet, Generator, source_version
 from taskgym.errors import ConfigError, TaskgymError
 
-__all__ = ["DATA", "FAMILIES", "Design", "generated_tasks", "write_task"]
+if TYPE_CHECKING:
+    import trimesh
+
+__all__ = ["DATA", "FAMILIES", "Design", "export", "generated_tasks", "real", "real_mesh", "write_task"]
 
 FAMILIES = ("build", "repair", "edit", "hollow", "fit", "decimate", "scene")
 DATA = Path(__file__).parent.parent / "data"
@@ -57,6 +61,22 @@ class Design:
 
 def real(name: str) -> bytes:
     return (DATA / name).read_bytes()
+
+
+def real_mesh(name: str) -> trimesh.Trimesh:
+    """One of the real meshes, loaded (coincident vertices merged)."""
+    import trimesh
+
+    mesh = trimesh.load(io.BytesIO(real(name)), file_type=name.rsplit(".", 1)[1].lower(), force="mesh")
+    assert isinstance(mesh, trimesh.Trimesh)
+    return mesh
+
+
+def export(mesh: trimesh.Trimesh, kind: str) -> bytes:
+    """``mesh`` as a file of ``kind`` (trimesh gives text formats as ``str``)."""
+    data = mesh.export(file_type=kind)
+    assert isinstance(data, bytes | str)
+    return _bytes(data)
 
 
 def _toml(value: Any) -> str:

@@ -3,10 +3,9 @@ on Z = 0, centred, turned about Z); scored by IoU with the transformed part."""
 
 from __future__ import annotations
 
-import io
 import random
 
-from taskgym.domains.mesh.generators import Design, real
+from taskgym.domains.mesh.generators import Design, real, real_mesh
 
 PARTS = ("idler_riser.STL", "featuretype.STL", "angle_block.STL", "busted.STL", "quadknot.obj",
          "plate_holes.STL", "20mm-xyz-cube.stl")
@@ -14,9 +13,7 @@ OPS = ("fit", "volume", "place")
 
 
 def fit(src: str, op: str, amount: float, fmt: str) -> Design:
-    import trimesh
-
-    mesh = trimesh.load(io.BytesIO(real(src)), file_type=src.rsplit(".", 1)[1].lower(), force="mesh")
+    mesh = real_mesh(src)
     load = f"part = trimesh.load('{src}', force='mesh')\n"
     if op == "fit":
         box = [round(float(e) * amount * f, 1) for e, f in zip(mesh.extents, (1.0, 1.3, 0.8), strict=True)]
@@ -35,7 +32,8 @@ def fit(src: str, op: str, amount: float, fmt: str) -> Design:
         turn = int(amount)
         told = (f"Turn it {turn} degrees about the Z axis (counter-clockwise seen from above), then move it "
                 "so it rests on Z = 0 with its bounding box centred on X = 0, Y = 0")
-        code = (f"part.apply_transform(trimesh.transformations.rotation_matrix(np.radians({turn}), [0, 0, 1]))\n"
+        code = (f"part.apply_transform(trimesh.transformations.rotation_matrix(np.radians({turn}), "
+                "[0, 0, 1]))\n"
                 "low, high = part.bounds\npart.apply_translation([-(low[0] + high[0]) / 2, "
                 "-(low[1] + high[1]) / 2, -low[2]])\n")
     (x0, y0, z0), (x1, y1, z1) = mesh.bounds.round(4).tolist()

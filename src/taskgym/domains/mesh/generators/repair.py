@@ -4,10 +4,9 @@ triangle soup), scored by IoU with the undamaged original."""
 
 from __future__ import annotations
 
-import io
 import random
 
-from taskgym.domains.mesh.generators import Design, real
+from taskgym.domains.mesh.generators import Design, export, real, real_mesh
 
 REPAIR = '''
 mesh = trimesh.load('{src}', force='mesh', process=False)
@@ -29,8 +28,8 @@ def damaged(base: str, damages: tuple[str, ...], rng: random.Random, fmt: str) -
     import numpy as np
     import trimesh
 
-    good = trimesh.load(io.BytesIO(real(base)), file_type=base.rsplit(".", 1)[1].lower(), force="mesh")
-    faces = good.faces.copy()
+    good = real_mesh(base)
+    faces = np.array(good.faces)
     if "inside-out" in damages:
         faces = faces[:, ::-1]
     if "flips" in damages:
@@ -62,7 +61,7 @@ def damaged(base: str, damages: tuple[str, ...], rng: random.Random, fmt: str) -
         f"keeps the original shape (no open, duplicate or degenerate faces) and save it as "
         f"/app/repaired.stl. Lengths are in mm, as in the file.",
         REPAIR.format(src=src, out="repaired.stl", multibody=False), "repaired.stl",
-        inputs={src: broken.export(file_type=fmt)}, real=True, target=good.export(file_type="stl"),
+        inputs={src: export(broken, fmt)}, real=True, target=export(good, "stl"),
         tags=("repair", *damages))
 
 
@@ -76,10 +75,15 @@ def design(rng: random.Random) -> Design:
 REAL = {
     "soup.stl": ("a triangle soup: 100 loose triangles", "its convex hull as one closed volume",
                  "mesh = trimesh.load('soup.stl', force='mesh').convex_hull\n", 1),
-    "wallhole.obj": ("a 10 mm cube (X 0..10, Y 0..10, Z -10..0) with a square pyramid of height 5 "
-                     "on its +Y face, exported with missing wall faces, T-junctions, duplicate and "
-                     "degenerate faces", "the closed solid it was meant to be",
-                     "mesh = trimesh.load('wallhole.obj', force='mesh').convex_hull\n", 1),
+    "wallhole.obj": ("a 10 mm cube (X 0..10, Y 0..10, Z -10..0) with a slot through it along X "
+                     "(Y 0..5, Z -6..-4) and a square pyramid on its +Y face (apex (5, 15, -5)), "
+                     "exported as fanned polygons with T-junctions, duplicate and degenerate faces "
+                     "and gaps", "the closed solid it describes",
+                     "block = trimesh.boolean.difference([trimesh.creation.box(bounds=[[0, 0, -10], "
+                     "[10, 10, 0]]), trimesh.creation.box(bounds=[[-1, -1, -6], [11, 5, -4]])], "
+                     "engine='manifold')\npyramid = trimesh.convex.convex_hull([[0, 10, 0], [10, 10, 0], "
+                     "[0, 10, -10], [10, 10, -10], [5, 15, -5]])\n"
+                     "mesh = trimesh.boolean.union([block, pyramid], engine='manifold')\n", 1),
     "not_convex.obj": ("boxes sharing edges and faces, plus stray open faces", "the union of its "
                        "closed boxes as one clean body (drop the open fragments)",
                        "parts = trimesh.load('not_convex.obj', force='mesh').split(only_watertight=True)\n"

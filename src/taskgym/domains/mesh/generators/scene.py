@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from taskgym.domains.mesh.generators import Design, real
+from taskgym.domains.mesh.generators import Design, export, real_mesh
 
 LAYOUT = '''
 parts = {{name: trimesh.load(f'{{name}}.stl', force='mesh') for name in {names}}}
@@ -32,8 +32,7 @@ def scene(sizes: list[float], gap: float, stack: bool, ball: bool) -> Design:
     cylinder.apply_translation([5, -30, 40])
     meshes["post"] = cylinder
     if ball:
-        meshes["ball"] = trimesh.load(trimesh.util.wrap_as_stream(real("ballA.off")), file_type="off",
-                                      force="mesh")
+        meshes["ball"] = real_mesh("ballA.off")
     names = list(meshes)
     blocks = [n for n in names if n.startswith("block")]
     relations: list[list[object]] = [["gap_x", a, b, gap] for a, b in zip(blocks, blocks[1:], strict=False)]
@@ -69,8 +68,8 @@ def scene(sizes: list[float], gap: float, stack: bool, ball: bool) -> Design:
         f"Arrange {len(names)} parts", instruction,
         LAYOUT.format(names=names) + "\n".join(code)
         + "\ntrimesh.util.concatenate(list(parts.values())).export('scene.glb')\n", "scene.glb",
-        inputs={f"{n}.stl": m.export(file_type="stl") for n, m in meshes.items()}, real=ball,
-        hidden={f"parts/{n}.stl": m.export(file_type="stl") for n, m in meshes.items()},
+        inputs={f"{n}.stl": export(m, "stl") for n, m in meshes.items()}, real=ball,
+        hidden={f"parts/{n}.stl": export(m, "stl") for n, m in meshes.items()},
         settings={"score": "scene", "bodies": len(names),
                   "scene": {"parts": {n: f"parts/{n}.stl" for n in names}, "floor_z": 0.0,
                             "relations": relations}},

@@ -82,10 +82,12 @@ def grade(path: str, settings: dict[str, Any], files: dict[str, bytes]) -> dict[
                     unchanged(solid, found["iou"], settings["unlike_input"], files)
                 record["score"] = found["iou"]
                 record["success"] = found["iou"] >= settings["iou_threshold"]
+                record["reason"] = f"IoU {found['iou']:.4f} < {settings['iou_threshold']}"
             else:
                 bound, far = settings["hausdorff_mm"], distances["hausdorff_mm"]
                 record["score"] = 1.0 if far <= bound else bound / far
                 record["success"] = far <= bound
+                record["reason"] = f"Hausdorff distance {far:.4f} mm over {bound} mm"
     except (Fail, meshlib.MeshError) as exc:
         return {**record, "gate": False, "reason": str(exc)}
     return {**record, "gate": True}
@@ -95,7 +97,10 @@ def unchanged(solid: Any, iou: float, name: str, files: dict[str, bytes]) -> Non
     """Fail a submission that is no nearer the target than the task's input is (when the
     input is a valid solid at all: a broken one fails the volume gate itself)."""
     try:
-        given = meshlib.to_manifold(meshlib.cleaned(meshlib.load(name, files[name])))
+        raw = meshlib.load(name, files[name])
+        if not meshlib.properties(raw)["finite"] or meshlib.solid_problem(meshlib.properties(raw)):
+            return
+        given = meshlib.to_manifold(meshlib.cleaned(raw))
     except meshlib.MeshError:
         return
     like_input = meshlib.iou(solid, given)["iou"]
@@ -136,8 +141,8 @@ def scene(mesh: Any, settings: dict[str, Any], files: dict[str, bytes]) -> dict[
     for rel in settings["relations"]:
         check_relation(rel, placed)
     score = min(matched.values())
-    return {"measured": {"part_iou": matched}, "score": score,
-            "success": score >= settings["iou_threshold"]}
+    return {"measured": {"part_iou": matched}, "score": score, "success": score >= settings["iou_threshold"],
+            "reason": f"a part's IoU with its given shape is {score:.4f} < {settings['iou_threshold']}"}
 
 
 def check_relation(rel: list[Any], placed: dict[str, Any]) -> None:

@@ -229,31 +229,32 @@ def describe(props: dict[str, Any]) -> str:
 
 
 def render(raw: Any, path: str, view: str) -> dict[str, Any]:
-    import meshlib
-    import meshview
     import numpy as np
 
-    mesh = meshlib.cleaned(raw)
-    if not np.isfinite(mesh.vertices).all():
+    if not np.isfinite(raw.vertices).all():
         return {"ok": False, "text": "error: the mesh has NaN or infinite vertices"}
-    frame = meshview.rasterise(mesh.vertices, mesh.faces, view)
-    sharp = mesh.face_adjacency_edges[mesh.face_adjacency_angles > np.radians(25)]
-    open_edges = mesh.edges_sorted[trimesh_boundary(mesh)]
-    for edges in (sharp, open_edges):
-        meshview.draw_segments(frame, mesh.vertices[edges[:, 0]], mesh.vertices[edges[:, 1]])
     os.makedirs(RENDERS, exist_ok=True)
     png = f"{RENDERS}/render-{view}.png"
     with open(png, "wb") as image:
-        image.write(meshview.to_png(frame, view, f"{os.path.basename(path)}: {view} view"))
+        image.write(render_png(raw, view, f"{os.path.basename(path)}: {view} view"))
     return {"ok": True, "text": f"{view} view of {path} (image attached; also saved as {png})",
             "png": png}
 
 
-def trimesh_boundary(mesh: Any) -> Any:
-    """Indices into ``mesh.edges_sorted`` of edges used by one face only (hole borders)."""
+def render_png(raw: Any, view: str, title: str) -> bytes:
+    """A shaded view of the mesh, its sharp edges (over 25 degrees) and open edges drawn dark."""
+    import meshlib
+    import meshview
+    import numpy as np
     import trimesh
 
-    return trimesh.grouping.group_rows(mesh.edges_sorted, require_count=1)
+    mesh = meshlib.cleaned(raw)
+    frame = meshview.rasterise(mesh.vertices, mesh.faces, view)
+    sharp = mesh.face_adjacency_edges[mesh.face_adjacency_angles > np.radians(25)]
+    open_edges = mesh.edges_sorted[trimesh.grouping.group_rows(mesh.edges_sorted, require_count=1)]
+    for edges in (sharp, open_edges):
+        meshview.draw_segments(frame, mesh.vertices[edges[:, 0]], mesh.vertices[edges[:, 1]])
+    return meshview.to_png(frame, view, title)
 
 
 def measure(raw: Any, request: dict[str, Any]) -> str:
