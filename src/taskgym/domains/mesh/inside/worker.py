@@ -86,7 +86,7 @@ def serve() -> None:
                         break
                     data += chunk
                 try:
-                    reply = in_child(json.loads(data))
+                    reply = in_child(json.loads(data), (listener.fileno(), conn.fileno()))
                 except (ValueError, KeyError, TypeError) as exc:
                     reply = {"ok": False, "text": f"bad request: {exc}"}
                 conn.sendall(json.dumps(reply).encode())
@@ -94,13 +94,15 @@ def serve() -> None:
                 pass
 
 
-def in_child(request: dict[str, Any]) -> dict[str, Any]:
-    """Handle ``request`` in a forked child, killed after ``request['timeout']`` seconds."""
+def in_child(request: dict[str, Any], server_fds: tuple[int, ...]) -> dict[str, Any]:
+    """Handle ``request`` in a forked child (without the server's sockets), killed after
+    ``request['timeout']`` seconds."""
     timeout = float(request["timeout"])
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
-        os.close(read_end)
+        for fd in (read_end, *server_fds):
+            os.close(fd)
         os.setpgid(0, 0)
         code = 1
         try:
@@ -143,7 +145,8 @@ def in_child(request: dict[str, Any]) -> dict[str, Any]:
         return reply
     except ValueError:
         code = os.waitstatus_to_exitcode(status)
-        cause = "it ran out of memory" if code == -signal.SIGKILL else "it crashed"
+        cause = ("it was killed (out of memory?) or wrote over the worker's reply" if code == -signal.SIGKILL
+                 else "it crashed or wrote over the worker's reply")
         if code == -signal.SIGXFSZ:
             cause = f"it wrote a file past {FILE_BYTES >> 20} MB"
         return {"ok": False, "text": f"the run ended without an answer: {cause} (exit status {code})"}
