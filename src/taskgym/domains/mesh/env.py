@@ -125,7 +125,7 @@ class MeshEnv(TaskEnv):
         settings = settings_of(self.task)
         timeout = timeout or settings.run_timeout_sec
         request.update(op=op, timeout=timeout, memory_mb=settings.run_memory_mb)
-        command = f"python3 -I -S /.mesh/worker.py call {shlex.quote(json.dumps(request))}"
+        command = f"python3 -I -S /.mesh/call.py {shlex.quote(json.dumps(request))}"
         result = self.session.exec(command, timeout=max(1.0, min(
             timeout + WORKER_START_SEC, self.remaining_seconds())))
         try:

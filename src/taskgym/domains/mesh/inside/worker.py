@@ -3,9 +3,8 @@
 ``python3 -I -B worker.py serve`` imports trimesh, manifold3d and the renderer once and
 serves requests on a unix socket in /tmp; each request (run Python, inspect, render, measure)
 is handled in a forked child with its own time, memory and file-size bounds, so a run starts
-warm, and whatever it patches or breaks dies with the child. ``python3 -I -S worker.py call
-'<json>'`` sends one request (starting the server first if it is not running) and prints the
-JSON reply. Runs inside the agent's sandbox.
+warm, and whatever it patches or breaks dies with the child. ``call.py`` is the client (it
+starts this server when none is running). Runs inside the agent's sandbox.
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ import resource
 import select
 import signal
 import socket
-import subprocess
 import sys
 import time
 import traceback
@@ -28,35 +26,7 @@ OUTPUT = f"{STATE}/output.txt"
 RENDERS = ".mesh"
 """Render PNGs go here, relative to the workspace, where the env reads them."""
 OUTPUT_CHARS = 3000
-START_SECONDS = 120.0
 FILE_BYTES = 64 << 20
-
-
-# -- client -----------------------------------------------------------------------------
-def call(request: str) -> int:
-    deadline = time.monotonic() + START_SECONDS
-    server: subprocess.Popen[bytes] | None = None
-    while True:
-        try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-                conn.connect(SOCKET)
-                conn.sendall(request.encode() + b"\n")
-                reply = b"".join(iter(lambda: conn.recv(65536), b""))
-            sys.stdout.write(reply.decode())
-            return 0
-        except (FileNotFoundError, ConnectionRefusedError):
-            if server is None:
-                os.makedirs(STATE, exist_ok=True)
-                with open(f"{STATE}/worker.log", "ab") as log:
-                    server = subprocess.Popen(
-                        [sys.executable, "-I", "-B", os.path.abspath(__file__), "serve"],
-                        stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
-            elif server.poll() is not None or time.monotonic() > deadline:
-                with open(f"{STATE}/worker.log", errors="replace") as log:
-                    tail = log.read()[-OUTPUT_CHARS:]
-                print(json.dumps({"ok": False, "text": f"the trimesh worker did not start:\n{tail}"}))
-                return 1
-            time.sleep(0.02)
 
 
 # -- server -----------------------------------------------------------------------------
@@ -289,9 +259,6 @@ def measure(raw: Any, request: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["serve"]:
-        serve()
-    elif sys.argv[1:2] == ["call"] and len(sys.argv) == 3:
-        sys.exit(call(sys.argv[2]))
-    else:
-        sys.exit("usage: worker.py serve | worker.py call '<json request>'")
+    if sys.argv[1:] != ["serve"]:
+        sys.exit("usage: worker.py serve")
+    serve()
