@@ -16,7 +16,7 @@ from taskgym.core.reward import RewardResult
 from taskgym.core.task import FolderTaskSet, Task, TaskSet
 from taskgym.core.tool import Tool, ToolResult
 from taskgym.domains.mesh.generators import FAMILIES, generated_tasks
-from taskgym.domains.mesh.verifier import BINDS, FORMATS, MAX_BYTES, grade_file, settings_of
+from taskgym.domains.mesh.verifier import BINDS, FORMATS, IMAGE, MAX_BYTES, grade_file, settings_of
 from taskgym.errors import MissingDependencyError
 from taskgym.sandbox import SandboxSpec, Session
 from taskgym.tools import shell_tools
@@ -32,10 +32,9 @@ PNG_LIMIT = 8 << 20
 Path3 = tuple[float, float, float]
 
 _CONVENTION = (
-    "\n\n---\nWork in millimetres with trimesh (`import trimesh`; manifold3d and numpy are there "
-    "too) in /app. `run_python(code)` saves the code as /app/script.py and runs it in a warm "
-    "interpreter; `inspect_mesh`, `render` and `measure` look at a mesh file (STL, OBJ, PLY, OFF or "
-    "GLB). `submit(path)` grades the file (by default {output}): geometry decides.\n")
+    "\n\n---\nWork in millimetres in /app with trimesh (manifold3d and numpy too): `run_python(code)` "
+    "runs code in a warm interpreter; `inspect_mesh`, `render` and `measure` look at a mesh file (STL, "
+    "OBJ, PLY, OFF or GLB). `submit(path)` grades the file (by default {output}): geometry decides.\n")
 
 
 class Args(BaseModel):
@@ -44,12 +43,11 @@ class Args(BaseModel):
 
 class RunArgs(Args):
     code: str | None = Field(default=None, description=(
-        "Python code (trimesh, manifold3d and numpy are imported as trimesh, manifold3d, np); "
-        "saved as /app/script.py. Omit to run /app/script.py as it is."))
+        "Python (trimesh, manifold3d, np imported), saved as /app/script.py; omit to rerun that file."))
 
 
 class PathArgs(Args):
-    path: str = Field(description="A mesh file in /app (.stl, .obj, .ply, .off or .glb)")
+    path: str = Field(max_length=4096, description="A mesh file in /app (.stl, .obj, .ply, .off or .glb)")
 
 
 class RenderArgs(PathArgs):
@@ -59,10 +57,8 @@ class RenderArgs(PathArgs):
 
 class MeasureArgs(PathArgs):
     query: Literal["signed_distance", "section", "distance"] = Field(description=(
-        "signed_distance: of each of `points` to the surface (positive inside) and the nearest "
-        "surface point; section: the cut by the plane through `origin` with `normal` (area, "
-        "contours, extent); distance: from this mesh to the mesh `other` (chamfer, Hausdorff, "
-        "intersection volume, smallest gap)."))
+        "signed_distance of `points` (positive inside) and nearest surface points; section by the "
+        "plane through `origin` with `normal`; distance (chamfer, Hausdorff, overlap) to `other`."))
     points: list[Path3] | None = Field(default=None, max_length=100, description="[[x, y, z], ...] in mm")
     origin: Path3 | None = None
     normal: Path3 | None = None
@@ -85,7 +81,7 @@ class MeshEnv(TaskEnv):
 
     domain = "mesh"
     description = "Build, repair and edit triangle meshes with trimesh; exact geometry decides."
-    image = "taskgym/mesh-trimesh-v0"
+    image = IMAGE
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         missing = [m for m in ("trimesh", "manifold3d", "scipy") if importlib.util.find_spec(m) is None]
@@ -201,7 +197,7 @@ class MeshEnv(TaskEnv):
             return RewardResult.failed(f"nothing to grade: {path} is missing ({exc})")
         if len(data) > MAX_BYTES:
             return RewardResult.failed(f"{path} is over the {MAX_BYTES}-byte bound of a submission")
-        return grade_file(task, f"submission.{kind}", data, self.backend)
+        return grade_file(task, f"submission.{kind}", data, self.backend, self.container_image(task))
 
     def oracle_actions(self, task: Task) -> list[dict[str, Any]]:
         code = (task.path / "solution" / "solve.py").read_text()

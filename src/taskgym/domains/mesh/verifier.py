@@ -1,9 +1,6 @@
-"""Grading a mesh episode: the submitted file against the hidden target, in a fresh sandbox.
-
-The submitted file is the new sandbox's only workspace file; ``inside/grade.py`` reads it as
-data with its own trimesh, and gets the settings and every file of the task's ``tests/`` (the
-target, a scene's parts) from a secret descriptor through :func:`run_grader`.
-"""
+"""Grading a mesh episode in a fresh sandbox (:func:`run_grader`): the submitted file is its only
+workspace file, read as data by ``inside/grade.py``; the settings and the task's ``tests/`` (the
+target, a scene's parts) come from a secret descriptor."""
 
 from __future__ import annotations
 
@@ -21,7 +18,7 @@ from taskgym.errors import ConfigError
 from taskgym.sandbox import Backend, SandboxSpec
 from taskgym.sandbox.grading import run_grader
 
-__all__ = ["BINDS", "FORMATS", "MAX_BYTES", "MeshSettings", "grade_file", "settings_of"]
+__all__ = ["BINDS", "FORMATS", "IMAGE", "MAX_BYTES", "MeshSettings", "grade_file", "settings_of"]
 
 INSIDE_DIR = Path(__file__).parent / "inside"
 BINDS = {str(INSIDE_DIR): "/.mesh"}
@@ -29,6 +26,8 @@ BINDS = {str(INSIDE_DIR): "/.mesh"}
 MAX_BYTES = 48 << 20
 """Largest submission graded (the grader's own bound, ``meshlib.MAX_BYTES``)."""
 FORMATS = ("stl", "obj", "ply", "off", "glb")
+IMAGE = "taskgym/mesh-trimesh-v0"
+"""The env's container image: the agent's sandboxes and the grader's use it on docker."""
 
 
 class Scene(BaseModel):
@@ -48,8 +47,7 @@ class MeshSettings(BaseModel):
     """The file ``submit`` grades when given no path, relative to /app."""
     score: Literal["iou", "hausdorff", "scene"] = "iou"
     solid: bool = True
-    """The submission must be a clean closed volume (watertight, consistent, outward, no
-    degenerate or duplicate faces)."""
+    """The submission must be a clean closed volume (``meshlib.solid_problem``)."""
     bodies: int | None = Field(default=1, ge=1)
     max_faces: int | None = Field(default=None, ge=4)
     iou_threshold: float = Field(default=0.95, gt=0, le=1)
@@ -74,8 +72,10 @@ def settings_of(task: Task) -> MeshSettings:
     return found
 
 
-def grade_file(task: Task, name: str, data: bytes, backend: Backend) -> RewardResult:
-    """Grade ``data``, submitted as ``name``, against ``task``'s hidden target."""
+def grade_file(task: Task, name: str, data: bytes, backend: Backend,
+               image: str | None = IMAGE) -> RewardResult:
+    """Grade ``data``, submitted as ``name``, against ``task``'s hidden target (in ``image`` on
+    container backends)."""
     settings = settings_of(task)
     tests = task.path / "tests"
     files = {str(p.relative_to(tests)): base64.b64encode(p.read_bytes()).decode()
@@ -87,8 +87,8 @@ def grade_file(task: Task, name: str, data: bytes, backend: Backend) -> RewardRe
     secret = json.dumps({"settings": grader, "files": files}).encode()
     limits = task.limits
     spec = SandboxSpec(host_python=True, memory_mb=max(limits.memory_mb, 4096), pids=limits.pids,
-                       disk_mb=limits.disk_mb, ro_binds=BINDS,
-                       env={"PYTHONDONTWRITEBYTECODE": "1"})
+                       disk_mb=limits.disk_mb, ro_binds=BINDS, env={"PYTHONDONTWRITEBYTECODE": "1"},
+                       image=image)
     with tempfile.TemporaryDirectory(prefix="taskgym-mesh-") as tmp:
         (Path(tmp) / name).write_bytes(data)
         run = run_grader(backend, spec, ["python3", "-I", "-B", "/.mesh/grade.py", name],
@@ -108,10 +108,10 @@ def grade_file(task: Task, name: str, data: bytes, backend: Backend) -> RewardRe
         score = round(float(record["score"]), 6)  # volumes are not exact past that: equal meshes score 1
         measured: dict[str, Any] = dict(record["measured"])
         success = bool(record["success"])
+        if not 0.0 <= score <= 1.0:
+            raise ValueError(f"an impossible score {score}")
     except (KeyError, TypeError, ValueError) as exc:
         return RewardResult.failed(f"the grader's report is malformed ({exc!r})", **common)
-    if not 0.0 <= score <= 1.0:
-        return RewardResult.failed(f"the grader reported an impossible score {score}", **common)
     components = {k: float(v) for k, v in measured.items() if isinstance(v, int | float)}
     components[settings.score] = score
     details = {**common, "measured": measured, **({} if success else {"reason": record.get("reason")})}
