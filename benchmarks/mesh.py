@@ -53,7 +53,8 @@ def main(quick: bool) -> None:
             empty.append(time.monotonic() - started)
         assert "10000 True" in obs["text"], obs
         print(f"warm run_python step, load + check a 10k-face STL: {median_ms(steps)}  [target < 50 ms]")
-        print(f"  of which the user's code: {median_ms(user)}; a warm step running `pass`: {median_ms(empty)}")
+        print(f"  of which the user's code: {median_ms(user)}; "
+              f"a warm step running `pass`: {median_ms(empty)}")
         env.close()
         task = load_task(folder, "mesh")
         data = (folder / "tests" / "target.stl").read_bytes()
