@@ -11,6 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src" / "taskgym" / "domains" / "cad" / "inside"))
+sys.path.insert(0, str(ROOT / "src" / "taskgym" / "tools" / "inside"))
 
 import geometry  # noqa: E402
 import render  # noqa: E402

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install taskgym and the system packages its sandboxes use.
 #   ./scripts/install.sh            taskgym itself
-#   ./scripts/install.sh --test     plus the test, lint and docs tools, and CadQuery (cad extra)
+#   ./scripts/install.sh --test     plus the test, lint and docs tools, CadQuery (cad extra) and trimesh (mesh extra)
 # System packages: bubblewrap (the sandbox), and inside the sandbox python3 with pytest,
 # git, make, gcc (what coding tasks use). Installed with apt-get when run as root or with
 # sudo; otherwise the exact command to run is printed. Ends with `taskgym doctor`, which
@@ -30,7 +30,7 @@ if ((${#missing[@]})); then
 fi
 
 extras=""
-if [ "${1:-}" = "--test" ]; then extras="[test,cad,pdf,docker]"; fi  # the extras of the envs whose tests run
+if [ "${1:-}" = "--test" ]; then extras="[test,cad,pdf,docker,mesh]"; fi  # the extras of the envs whose tests run
 python3 -m pip install --quiet --disable-pip-version-check -e ".${extras}"
 if [ -n "$extras" ]; then  # a third-party env package, as a user would install one (tests/core/test_plugins.py)
   python3 -m pip install --quiet --disable-pip-version-check --no-deps ./fixtures/plugin-env

@@ -20,6 +20,7 @@ from taskgym.domains.cad.settings import settings_of
 from taskgym.domains.cad.verifier import INSIDE_DIR, INSIDE_MOUNT, check_reference, grade_code
 from taskgym.sandbox import SandboxSpec, Session
 from taskgym.tools import shell_tools
+from taskgym.tools.view import VIEW_BINDS
 
 __all__ = ["PART_FILE", "CadEnv"]
 
@@ -127,7 +128,7 @@ class CadEnv(TaskEnv):
         spec = super().sandbox_spec(task)
         return spec.model_copy(update={
             "memory_mb": max(spec.memory_mb, MIN_MEMORY_MB), "host_python": True,
-            "ro_binds": {str(INSIDE_DIR): INSIDE_MOUNT}})
+            "ro_binds": {str(INSIDE_DIR): INSIDE_MOUNT, **VIEW_BINDS}})
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[dict[str, str], dict[str, Any]]:

@@ -1,0 +1,12 @@
+import manifold3d
+import numpy as np
+import trimesh
+
+def box(x0, y0, z0, x1, y1, z1):
+    return trimesh.creation.box(bounds=[[x0, y0, z0], [x1, y1, z1]])
+
+
+def cylinder(x, y, z0, z1, d):
+    return trimesh.creation.cylinder(radius=d / 2, segment=[[x, y, z0], [x, y, z1]], sections=96)
+part = trimesh.boolean.difference([box(0, 0, 0, 100, 60, 8), cylinder(10, 10, -1, 9, 6.6), cylinder(90, 10, -1, 9, 6.6), cylinder(10, 50, -1, 9, 6.6), cylinder(90, 50, -1, 9, 6.6)], engine='manifold')
+part.export('part.stl')
