@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import pytest
 
@@ -36,7 +35,8 @@ def play(game_env: GameEnv) -> Play:
     def run(task_id: str, files: dict[str, str]) -> RewardResult:
         game_env.reset(options={"task_id": task_id})
         for path, content in files.items():
-            _, _, _, _, info = game_env.step({"tool": "write_file", "args": {"path": path, "content": content}})
+            action = {"tool": "write_file", "args": {"path": path, "content": content}}
+            _, _, _, _, info = game_env.step(action)
             assert "error" not in info, info
         _, _, terminated, _, info = game_env.step({"tool": "submit", "args": {}})
         assert terminated
@@ -49,8 +49,3 @@ def play(game_env: GameEnv) -> Play:
 def solution(env: GameEnv, task_id: str) -> dict[str, str]:
     folder = env.task_set.get(task_id).path / "solution"
     return {str(p.relative_to(folder)): p.read_text() for p in folder.rglob("*") if p.is_file()}
-
-
-def reward_of(env: Any) -> RewardResult:
-    reward: RewardResult = env.last_reward
-    return reward

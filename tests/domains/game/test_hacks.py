@@ -54,8 +54,8 @@ def test_quitting_the_engine_early_scores_zero(play: Play, ready: str) -> None:
 def test_overrides_that_could_lie_to_the_check_score_zero(play: Play, body: str) -> None:
     result = play(TASK, mover(body))
     assert result.score == 0.0, result
-    assert "may not" in str(result.details.get("reason")) or "redefines" in str(result.details.get("reason")) \
-        or "Parse Error" in str(result.details.get("log")), result
+    reason, log = str(result.details.get("reason")), str(result.details.get("log"))
+    assert "may not" in reason or "redefines" in reason or "Parse Error" in log, result
 
 
 @pytest.mark.parametrize("ready", [

@@ -12,7 +12,7 @@ import taskgym
 from taskgym.core.paths import envs_dir
 from taskgym.domains.game import FAMILIES, GameEnv
 
-from .conftest import Play, solution
+from .conftest import solution
 
 pytestmark = pytest.mark.sandbox
 
@@ -63,10 +63,14 @@ def test_grading_twice_gives_the_same_checks(local_env: GameEnv, task_id: str) -
     assert play_details[:2] == play_details[2:]
 
 
+def edit(**fields: Any) -> dict[str, Any]:
+    return {"tool": "edit_scene", "args": {"edits": [fields]}}
+
+
 GARBAGE: list[Any] = [
-    {"tool": "edit_scene", "args": {"edits": [{"action": "add", "parent": ".", "name": "a/b", "type": "Spatial"}]}},
-    {"tool": "edit_scene", "args": {"edits": [{"action": "set", "node": ".", "property": "transform", "value": 3}]}},
-    {"tool": "edit_scene", "args": {"edits": [{"action": "add", "parent": ".", "name": "X", "type": "Reference"}]}},
+    edit(action="add", parent=".", name="a/b", type="Spatial"),
+    edit(action="set", node=".", property="transform", value=3),
+    edit(action="add", parent=".", name="X", type="Reference"),
     {"tool": "edit_scene", "args": {"path": "/etc/passwd", "edits": [{"action": "remove", "node": "."}]}},
     {"tool": "edit_scene", "args": {"edits": [[1, 2]]}},
     {"tool": "edit_scene", "args": {"edits": [{"action": "connect", "node": ".", "signal": "nope",
