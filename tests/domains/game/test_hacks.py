@@ -65,7 +65,10 @@ def test_overrides_that_could_lie_to_the_check_score_zero(play: Play, body: str)
     f'\tprint(f.get_as_text() + " " + {FAKE!r})',
     '\tvar f = File.new()\n\tf.open(OS.get_environment("TASKGYM_GAME_CHECK"), File.READ)\n'
     '\tprint(f.get_as_text())',
-], ids=["call-emit", "call-emit-env", "read-token-file", "read-check-file"])
+    '\tvar e = ClassDB.instance("Expr" + "ession")\n\te.parse("instance_from_id(1)")\n\tprint(e.execute())',
+    '\tvar e = str2var("Object(Expression)")\n\tprint(e)',
+], ids=["call-emit", "call-emit-env", "read-token-file", "read-check-file", "classdb-expression",
+        "str2var-object"])
 def test_reaching_for_the_harness_or_its_token_scores_zero(play: Play, ready: str) -> None:
     result = play(TASK, mover("", ready))
     assert result.score == 0.0, result

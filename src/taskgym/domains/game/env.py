@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import shlex
 import shutil
@@ -165,15 +164,13 @@ class GameEnv(TaskEnv):
         if not reply.get("ok"):
             return self._answer(reply, log)
         result = self.session.exec(
-            f"python3 -I {INSIDE_MOUNT}/render.py {REPLY}/reply.json {REPLY}/render.png "
-            f"&& base64 -w0 {REPLY}/render.png",
-            timeout=60,
+            f"python3 -I {INSIDE_MOUNT}/render.py {REPLY}/reply.json {REPLY}/render.png", timeout=60
         )
         if result.exit_code != 0:
             return ToolResult(f"error: render failed: {result.stderr[-1000:]}", error="render failed")
         return ToolResult(
             f"rendered {args.path}: top (X-Z) and side (X-Y) views attached",
-            images=(base64.b64decode(result.stdout),),
+            images=(self.session.read_file(f"{REPLY}/render.png"),),
         )
 
     def _submit(self, args: TreeArgs) -> ToolResult:

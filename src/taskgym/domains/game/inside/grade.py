@@ -32,8 +32,11 @@ ENGINE_ARGS = ["--no-window", "--audio-driver", "Dummy", "--fixed-fps", "60"]
 BANNED_CALLS = re.compile(
     r"instance_from_id|set_script|\.script\b|[\"']script[\"']|source_code|\bGDScript\b|NativeScript|"
     r"PluginScript|\bOS\s*\.\s*(execute|kill|shell_open)|/proc|\bThread\b|\bquit\s*\(|get_main_loop|"
-    r"\breload\s*\(|\bExpression\b|\bJavaScript\b|\bEngine\s*\.\s*get_singleton"
+    r"\breload\s*\(|\bExpression\b|\bJavaScript\b|\bEngine\s*\.\s*get_singleton|\bClassDB\b|"
+    r"\b(str2var|bytes2var|dict2inst)\b"
 )
+"""Names through which project code could reach the harness, the check or the process itself
+(ClassDB.instance and str2var would build an Expression or a GDScript from a string)."""
 NOISE = re.compile(
     r"locale|At: core/translation|^Godot Engine|^\s*$|ObjectDB instances leaked|"
     r"Resources still in use|run with --verbose|At: core/(object|resource)\.cpp"
