@@ -113,3 +113,11 @@ def test_the_tools_show_edit_run_and_draw_a_scene(local_env: GameEnv) -> None:
     assert "res://bad.gd:4" in obs["text"], obs["text"]
     _, _, _, _, info = local_env.step({"tool": "render", "args": {}})
     assert info["images"][0].startswith(b"\x89PNG"), info
+
+
+def test_make_without_the_engine_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import taskgym.domains.game.env as game_env
+
+    monkeypatch.setattr(game_env.shutil, "which", lambda name: None)
+    with pytest.raises(taskgym.MissingDependencyError, match="apt-get install godot3-server"):
+        taskgym.make("game-godot-v0")
