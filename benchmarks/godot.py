@@ -19,7 +19,7 @@ import taskgym  # noqa: E402
 from taskgym.domains.game.families import FLOOR, ground, tscn, xf  # noqa: E402
 from taskgym.domains.game.verifier import ENGINE, grade_project  # noqa: E402
 
-TASK = "physics-100"
+TASK = "physics-104"
 RUN_TARGET_MS, GRADE_TARGET_MS = 300.0, 1000.0
 
 

@@ -47,7 +47,7 @@ def test_generated_samples_oracle_then_null(family: str, oracle_then_null: Calla
         env.close()
 
 
-@pytest.mark.parametrize("task_id", ["physics-100", "logic-102", "lighting-101"])
+@pytest.mark.parametrize("task_id", ["physics-104", "physics-101", "logic-102", "lighting-101"])
 def test_grading_twice_gives_the_same_checks(local_env: GameEnv, task_id: str) -> None:
     """Physics, timers and input under --fixed-fps: the same details, twice, for a wrong and a
     right project."""
@@ -96,7 +96,7 @@ def test_garbage_tool_arguments_are_errors_and_leave_the_scene_as_it_was(local_e
 
 
 def test_the_tools_show_edit_run_and_draw_a_scene(local_env: GameEnv) -> None:
-    local_env.reset(options={"task_id": "physics-100"})
+    local_env.reset(options={"task_id": "physics-104"})
     obs, *_ = local_env.step({"tool": "scene_tree", "args": {}})
     assert '"Platform"' in obs["text"] and "BoxShape" in obs["text"]
     edit = {"action": "add", "parent": "Crate", "name": "Shape", "type": "CollisionShape",

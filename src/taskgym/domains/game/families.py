@@ -153,8 +153,58 @@ def lighting(r: random.Random) -> Made:
     )
 
 
+def goal(r: random.Random) -> Made:
+    """A ball at rest must reach a goal Area within 3 s: it needs a starting velocity."""
+    radius, dist, side = round(r.uniform(0.3, 0.5), 2), r.randint(4, 9), r.choice([-1, 1])
+    start = (r.randint(-3, 3), round(0.5 + radius, 2), r.randint(-3, 3))
+    target = (start[0] + side * dist, 1, start[2])
+    nodes = ground(
+        [
+            ("Goal", "Area", ".", {"transform": xf(*target)}),
+            ("Shape", "CollisionShape", "Goal", {"shape": "SubResource( 3 )"}),
+        ]
+    )
+    ball: Node = ("Ball", "RigidBody", ".", {"transform": xf(*start)})
+    shape: Node = ("Shape", "CollisionShape", "Ball", {"shape": "SubResource( 2 )"})
+    subs = [
+        FLOOR,
+        ("SphereShape", {"radius": f"{radius:g}"}),
+        ("BoxShape", {"extents": "Vector3( 1, 1, 1 )"}),
+    ]
+    solved: Node = (*ball[:3], {**ball[3], "linear_velocity": v3((side * 5.0, 0, 0))})
+    instruction = (
+        f"In res://main.tscn the Ball rests on the floor at {start}. Make it reach the Area `Goal` "
+        "within 3 s (180 physics frames) without moving the Ball's start, the Goal or the Floor "
+        "and without scripts: give it a starting velocity."
+    )
+    body = (
+        'var entered = 0\n\n\nfunc setup(root):\n\tvar goal = root.get_node_or_null("Goal")\n'
+        '\tif goal and goal is Area:\n\t\tgoal.connect("body_entered", self, "_on_entered")\n'
+        '\tvar ball = root.get_node_or_null("Ball")\n'
+        f'\texpect("Ball starts at {start}", ball != null and ball.global_transform.origin.distance_to('
+        f'{v3(start)}) < 0.01)\n\n\n'
+        'func _on_entered(body):\n\tif body.name == "Ball":\n\t\tentered += 1\n\n\n'
+        'func evaluate(root):\n\tvar ball = node(root, "Ball", "RigidBody")\n\tif ball:\n'
+        '\t\texpect("the Ball has no script", ball.get_script() == null)\n'
+        f'\t\texpect("the Ball travelled towards the Goal", {side} * (ball.global_transform.origin.x - '
+        f'{start[0]}) > {dist - 1.5})\n\tvar goal = node(root, "Goal", "Area")\n'
+        f'\tif goal:\n\t\tnear("Goal not moved", goal.global_transform.origin, {v3(target)}, 0.001)\n'
+        '\texpect("the Ball entered the Goal", entered > 0, entered)\n'
+    )
+    return (
+        instruction,
+        {"main.tscn": tscn([*nodes, ball, shape], subs)},
+        {"main.tscn": tscn([*nodes, solved, shape], subs)},
+        body,
+        180,
+        "[]",
+    )
+
+
 def physics(r: random.Random) -> Made:
     half = round(r.uniform(0.3, 0.6), 2)
+    if r.random() < 0.3:
+        return goal(r)
     if r.random() < 0.5:  # a floor without collision: the ball falls through it
         x, z = r.randint(-5, 5), r.randint(-5, 5)
         ball = [

@@ -5,12 +5,7 @@ func _init():
 	inputs = []
 
 func evaluate(root):
-	var crate = node(root, "Crate", "RigidBody")
-	if crate:
-		var at = crate.global_transform.origin
-		near("Crate rests on top of the Platform", at.y, 2.12, 0.05)
-		expect("Crate is over the Platform", abs(at.x - -6) < 1.5 and abs(at.z - -2) < 1.5, at)
-		expect("Crate is still", crate.linear_velocity.length() < 0.05, crate.linear_velocity)
-	var plat = node(root, "Platform", "StaticBody")
-	if plat:
-		near("Platform not moved", plat.global_transform.origin, Vector3( -6, 1.5, -2 ), 0.001)
+	var ball = node(root, "Ball", "RigidBody")
+	if ball:
+		near("Ball rests on the floor", ball.global_transform.origin, Vector3( -1, 0.87, -1 ), 0.05)
+		expect("Ball is still", ball.linear_velocity.length() < 0.05, ball.linear_velocity)
