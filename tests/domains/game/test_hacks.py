@@ -67,11 +67,15 @@ def test_overrides_that_could_lie_to_the_check_score_zero(play: Play, body: str)
     '\tprint(f.get_as_text())',
     '\tvar e = ClassDB.instance("Expr" + "ession")\n\te.parse("instance_from_id(1)")\n\tprint(e.execute())',
     '\tvar e = str2var("Object(Expression)")\n\tprint(e)',
+    '\tvar os = OS\n\tos.call("exe" + "cute", "sh", ["-c", "true"], true)',
+    '\tvar me = self\n\tme.set("scr" + "ipt", null)',
+    '\tvar f = File.new()\n\tf.open("/pr" + "oc/self/mem", File.READ)',
 ], ids=["call-emit", "call-emit-env", "read-token-file", "read-check-file", "classdb-expression",
-        "str2var-object"])
+        "str2var-object", "dynamic-os-execute", "dynamic-set-script", "proc-mem"])
 def test_reaching_for_the_harness_or_its_token_scores_zero(play: Play, ready: str) -> None:
     result = play(TASK, mover("", ready))
     assert result.score == 0.0, result
+    assert "not allowed when graded" in str(result.details.get("reason")), result
 
 
 @pytest.mark.parametrize("settings", [

@@ -479,7 +479,9 @@ def generate(name: str, seed: int, dest: Path) -> None:
     files["tests/check.gd"] = CHECK.format(frames=frames, inputs=inputs, body=body)
     files["instruction.md"] = (
         instruction + "\n\nThe Godot 3 project is /app (res://). Physics runs at 60 "
-        "fixed frames per second; a hidden check run by the engine decides.\n"
+        "fixed frames per second; a hidden check run by the engine decides. Graded "
+        "projects may not use autoloads, native code, or the APIs that reach past the scene "
+        "(OS, File, Directory, Engine, ClassDB, Thread, quit, dynamic call/set).\n"
     )
     files["task.toml"] = (
         f'[metadata]\ndifficulty = "medium"\ncategory = "{name}"\ntags = ["godot"]\n\n'

@@ -31,12 +31,14 @@ HARNESS = Path(__file__).with_name("harness.gd")
 ENGINE_ARGS = ["--no-window", "--audio-driver", "Dummy", "--fixed-fps", "60"]
 BANNED_CALLS = re.compile(
     r"instance_from_id|set_script|\.script\b|[\"']script[\"']|source_code|\bGDScript\b|NativeScript|"
-    r"PluginScript|\bOS\s*\.\s*(execute|kill|shell_open)|/proc|\bThread\b|\bquit\s*\(|get_main_loop|"
-    r"\breload\s*\(|\bExpression\b|\bJavaScript\b|\bEngine\s*\.\s*get_singleton|\bClassDB\b|"
-    r"\b(str2var|bytes2var|dict2inst)\b"
+    r"PluginScript|\bOS\b|\bFile\b|\bDirectory\b|ConfigFile|ProjectSettings|Marshalls|/proc|\bThread\b|"
+    r"\bquit\s*\(|get_main_loop|\breload\s*\(|\bExpression\b|\bJavaScript\b|\bEngine\b|\bClassDB\b|"
+    r"\b(str2var|bytes2var|dict2inst|funcref|callv|call_deferred|set_deferred|set_indexed)\b|"
+    r"\.\s*(call|set)\s*\("
 )
-"""Names through which project code could reach the harness, the check or the process itself
-(ClassDB.instance and str2var would build an Expression or a GDScript from a string)."""
+"""What graded project code may not name: the ways it could reach the harness, the check, the
+file system or the process (a dynamic ``call``/``set`` or ``ClassDB.instance`` would get round
+a name, ``OS`` starts processes, ``File`` reads ``/proc/self/mem``). Scenes need none of it."""
 NOISE = re.compile(
     r"locale|At: core/translation|^Godot Engine|^\s*$|ObjectDB instances leaked|"
     r"Resources still in use|run with --verbose|At: core/(object|resource)\.cpp"
