@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Install taskgym and the system packages its sandboxes use.
 #   ./scripts/install.sh            taskgym itself
-#   ./scripts/install.sh --test     plus the test, lint and docs tools, CadQuery (cad extra) and trimesh (mesh extra)
+#   ./scripts/install.sh --test     plus the test, lint and docs tools, CadQuery (cad extra), trimesh
+#                                   (mesh extra) and the Godot engine (game extra)
+#   ./scripts/install.sh --game     plus the Godot 3 headless engine (godot3-server) of game-godot-v0
+#                                   (--test installs it too)
 # System packages: bubblewrap (the sandbox), and inside the sandbox python3 with pytest,
 # git, make, gcc (what coding tasks use). Installed with apt-get when run as root or with
 # sudo; otherwise the exact command to run is printed. Ends with `taskgym doctor`, which
@@ -11,6 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(bubblewrap python3 python3-pytest git make gcc libc6-dev procps)
+case "${1:-}" in --test|--game) packages+=(godot3-server) ;; esac  # the engine game-godot-v0 runs
 missing=()
 for pkg in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -30,9 +34,10 @@ if ((${#missing[@]})); then
 fi
 
 extras=""
-if [ "${1:-}" = "--test" ]; then extras="[test,cad,pdf,docker,mesh]"; fi  # the extras of the envs whose tests run
+if [ "${1:-}" = "--test" ]; then extras="[test,cad,pdf,docker,mesh,game]"; fi  # the extras of the envs whose tests run
+if [ "${1:-}" = "--game" ]; then extras="[game]"; fi
 python3 -m pip install --quiet --disable-pip-version-check -e ".${extras}"
-if [ -n "$extras" ]; then  # a third-party env package, as a user would install one (tests/core/test_plugins.py)
+if [ "${1:-}" = "--test" ]; then  # a third-party env package, as a user would install one (tests/core/test_plugins.py)
   python3 -m pip install --quiet --disable-pip-version-check --no-deps ./fixtures/plugin-env
 fi
 command -v pyenv >/dev/null && pyenv rehash || true

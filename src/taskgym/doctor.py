@@ -131,6 +131,9 @@ def run_checks() -> list[Check]:
         checks.append(_sandbox_tool(f"coding: {tool}", [tool, "--version"], package))
     checks.append(_cadquery())
     checks.append(_pdf_extra())
+    engine = shutil.which("godot3-server")
+    checks.append(Check("game: godot3-server", engine is not None, engine or "not installed (game-godot-v0 "
+                        "needs it)", "sudo apt-get install godot3-server", optional=True))
     checks.extend(_docker_checks())
     checks.append(leftovers_check())
     return checks

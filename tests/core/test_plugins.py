@@ -22,7 +22,8 @@ from taskgym.errors import ConfigError
 
 PLUGIN_DIST = "taskgym-example-plugin"
 PLUGIN_ID = "example-word-v0"
-BUILTIN = {"coding-terminal-v0", "cad-cadquery-v0", "finance-pdf-v0", "mesh-trimesh-v0"}
+BUILTIN = {"coding-terminal-v0", "cad-cadquery-v0", "finance-pdf-v0", "game-godot-v0",
+           "mesh-trimesh-v0"}
 
 
 def _plugin_installed() -> bool:

@@ -45,6 +45,9 @@ __all__ = [
 
 BASE_IMAGE = "taskgym/base"
 HOST_PYTHON_IMAGE = "taskgym/host-python"
+STAGE_SCRIPT = "stage.sh"
+"""An env folder's optional script that adds host files to a copy of the folder (its one argument)
+before the offline build: what no registry can supply, such as a system package's binary."""
 BASE_PACKAGES = ("bash", "coreutils", "procps", "python3", "python3-pytest", "git", "make",
                  "gcc", "libc6-dev")
 """Installed into the base root by debootstrap (build steps have no network, so every
@@ -151,8 +154,21 @@ def build_env_image(client: Any, env_id: str, log: Any = print) -> str:
     if HOST_PYTHON_IMAGE in parents and not image_exists(client, HOST_PYTHON_IMAGE):
         build_host_python(client, log=log)  # envs whose tools need taskgym's Python packages
     tag = env_image(env_id)
-    log(f"{tag}: docker build {folder}")
-    _build(client, folder, tag)
+    if not (folder / STAGE_SCRIPT).is_file():
+        log(f"{tag}: docker build {folder}")
+        _build(client, folder, tag)
+        return tag
+    with tempfile.TemporaryDirectory(prefix="taskgym-stage-") as tmp:
+        context = Path(tmp) / "context"
+        shutil.copytree(folder, context, symlinks=True)
+        log(f"{tag}: {STAGE_SCRIPT} stages what the offline build copies in")
+        staged = subprocess.run(["bash", str(context / STAGE_SCRIPT), str(context)],
+                                capture_output=True, text=True)
+        if staged.returncode != 0:
+            raise SandboxUnavailableError(f"{folder / STAGE_SCRIPT} failed: "
+                                          f"{(staged.stderr or staged.stdout)[-2000:]}")
+        log(f"{tag}: docker build {folder} (with what {STAGE_SCRIPT} staged)")
+        _build(client, context, tag)
     return tag
 
 

@@ -1,0 +1,5 @@
+extends Spatial
+
+
+func open(_body):
+	translation.y = 5

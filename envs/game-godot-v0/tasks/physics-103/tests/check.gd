@@ -1,0 +1,31 @@
+extends "/.game/checklib.gd"
+
+func _init():
+	frames = 180
+	inputs = []
+
+var entered = 0
+
+
+func setup(root):
+	var goal = root.get_node_or_null("Goal")
+	if goal and goal is Area:
+		goal.connect("body_entered", self, "_on_entered")
+	var ball = root.get_node_or_null("Ball")
+	expect("Ball starts at (0, 0.85, 2)", ball != null and ball.global_transform.origin.distance_to(Vector3( 0, 0.85, 2 )) < 0.01)
+
+
+func _on_entered(body):
+	if body.name == "Ball":
+		entered += 1
+
+
+func evaluate(root):
+	var ball = node(root, "Ball", "RigidBody")
+	if ball:
+		expect("the Ball has no script", ball.get_script() == null)
+		expect("the Ball travelled towards the Goal", -1 * (ball.global_transform.origin.x - 0) > 7.5)
+	var goal = node(root, "Goal", "Area")
+	if goal:
+		near("Goal not moved", goal.global_transform.origin, Vector3( -9, 1, 2 ), 0.001)
+	expect("the Ball entered the Goal", entered > 0, entered)
