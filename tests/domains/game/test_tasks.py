@@ -7,10 +7,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from taskgym.paths import envs_dir
 
 import taskgym
 from taskgym.domains.game import FAMILIES, GameEnv
+from taskgym.paths import envs_dir
 
 from .conftest import solution
 
