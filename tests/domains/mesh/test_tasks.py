@@ -43,7 +43,7 @@ def test_curated_oracle_succeeds_and_null_scores_zero(curated_env: gym.Env[Any, 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
-def test_generated_oracle_succeeds_and_null_scores_zero(family: str,
+def testgenerated_oracle_succeeds_and_null_scores_zero(family: str,
                                                         oracle_then_null: Callable[..., Any]) -> None:
     env = taskgym.make("mesh-trimesh-v0", tasks=f"generated:{family}")
     try:
@@ -53,12 +53,12 @@ def test_generated_oracle_succeeds_and_null_scores_zero(family: str,
         env.close()
 
 
-def test_generated_tasks_are_deterministic(tmp_path: Path) -> None:
-    from taskgym.domains.mesh.generators import _generate
+def testgenerated_tasks_are_deterministic(tmp_path: Path) -> None:
+    from taskgym.domains.mesh.generators import generate
 
     for family in FAMILIES:
         for copy in ("a", "b"):
-            _generate(family, 7, tmp_path / f"{family}-{copy}")
+            generate(family, 7, tmp_path / f"{family}-{copy}")
         files = sorted(p.relative_to(tmp_path / f"{family}-a") for p in (tmp_path / f"{family}-a").rglob("*")
                        if p.is_file())
         for name in files:
