@@ -43,7 +43,7 @@ def test_curated_oracle_succeeds_and_null_scores_zero(curated_env: gym.Env[Any, 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
-def testgenerated_oracle_succeeds_and_null_scores_zero(family: str,
+def test_generated_oracle_succeeds_and_null_scores_zero(family: str,
                                                         oracle_then_null: Callable[..., Any]) -> None:
     env = taskgym.make("mesh-trimesh-v0", tasks=f"generated:{family}")
     try:
@@ -53,7 +53,7 @@ def testgenerated_oracle_succeeds_and_null_scores_zero(family: str,
         env.close()
 
 
-def testgenerated_tasks_are_deterministic(tmp_path: Path) -> None:
+def test_generated_tasks_are_deterministic(tmp_path: Path) -> None:
     from taskgym.domains.mesh.generators import generate
 
     for family in FAMILIES:
