@@ -58,14 +58,19 @@ def prepare_workspace(task: Task, backend: Backend) -> Path | None:
         tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".prep-"))
         try:
             session.export_workspace(tmp / "ws")
-            try:
-                os.rename(tmp / "ws", dest)
-            except OSError:
-                if not dest.is_dir():
-                    raise
+            _publish(tmp / "ws", dest)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return dest
+
+
+def _publish(folder: Path, dest: Path) -> None:
+    """Move a finished folder into the cache (another worker may have put an identical one there)."""
+    try:
+        os.rename(folder, dest)
+    except OSError:
+        if not dest.is_dir():
+            raise
 
 
 def image_workspace(backend: Backend, spec: SandboxSpec, seed: Path | None) -> Path:
@@ -89,11 +94,7 @@ def image_workspace(backend: Backend, spec: SandboxSpec, seed: Path | None) -> P
             (tmp / "ws").mkdir()
         if seed is not None:
             shutil.copytree(seed, tmp / "ws", symlinks=True, dirs_exist_ok=True)
-        try:
-            os.rename(tmp / "ws", dest)
-        except OSError:
-            if not dest.is_dir():
-                raise
+        _publish(tmp / "ws", dest)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return dest
