@@ -1,4 +1,4 @@
-"""Every curated part and 20 seeds of each family: the oracle succeeds, a null agent scores 0."""
+"""Every curated part and 6 seeds of each family: the oracle succeeds, a null agent scores 0."""
 
 from __future__ import annotations
 
@@ -50,11 +50,11 @@ def _oracle_and_null(env: gym.Env[Any, Any], task_id: str) -> str | None:
 @pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_generated_oracle_succeeds_and_null_scores_zero(family: str) -> None:
-    """20 seeds, graded two at a time (each grading is mostly a CadQuery import in a fresh
+    """6 seeds (a sample: each first reset also gates the seed's reference), graded two at a time (each grading is mostly a CadQuery import in a fresh
     sandbox, so two threads use both cores of a CI machine)."""
     envs = [taskgym.make("cad-cadquery-v0", tasks="generated") for _ in range(2)]
     try:
-        seeds = list(range(20))
+        seeds = list(range(6))
         with ThreadPoolExecutor(len(envs)) as pool:
             problems = list(pool.map(
                 lambda env_seeds: [_oracle_and_null(env_seeds[0], f"{family}-{seed}")
