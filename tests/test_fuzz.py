@@ -26,7 +26,8 @@ from taskgym.tools.shell import shell_tools, submit_tool
 ACTIONS = 2000
 # the share of actions that run a tool: cad's run a CadQuery worker and grade a part
 # (seconds each), so it gets fewer of them
-EXECUTE = {"coding-terminal-v0": 0.02, "finance-pdf-v0": 0.02, "cad-cadquery-v0": 0.01}
+EXECUTE = {"coding-terminal-v0": 0.02, "finance-pdf-v0": 0.02, "cad-cadquery-v0": 0.01,
+           "mesh-trimesh-v0": 0.02, "game-godot-v0": 0.02}
 WORKS = {  # a real call each env must still answer after the garbage
     "coding-terminal-v0": ({"tool": "bash", "args": {"command": "echo still $((6*7))"}},
                            "still 42\n[exit code 0]"),
@@ -34,6 +35,10 @@ WORKS = {  # a real call each env must still answer after the garbage
                         "still 42\n[exit code 0]"),
     "finance-pdf-v0": ({"tool": "python", "args": {"code": "print('still', 6 * 7)"}},
                        "still 42\n[exit code 0]"),
+    "mesh-trimesh-v0": ({"tool": "bash", "args": {"command": "echo still $((6*7))"}},
+                        "still 42\n[exit code 0]"),
+    "game-godot-v0": ({"tool": "bash", "args": {"command": "echo still $((6*7))"}},
+                      "still 42\n[exit code 0]"),
 }
 
 

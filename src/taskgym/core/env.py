@@ -309,7 +309,7 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
             except Exception as exc:  # a bug, not the agent's doing: end the episode, say why
                 return self._crash(exc, f"the {call.tool.name} tool", action, info)
         if result.error is not None:
-            info["error"] = result.error
+            info["error"] = _utf8(result.error)
         if result.info:
             info.update(result.info)
         if result.images:

@@ -50,7 +50,8 @@ def _oracle_and_null(env: gym.Env[Any, Any], task_id: str) -> str | None:
 @pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_generated_oracle_succeeds_and_null_scores_zero(family: str) -> None:
-    """6 seeds (a sample: each first reset also gates the seed's reference), graded two at a time (each grading is mostly a CadQuery import in a fresh
+    """6 seeds (a sample: each first reset also gates the reference), graded two at a time
+    (each grading is mostly a CadQuery import in a fresh
     sandbox, so two threads use both cores of a CI machine)."""
     envs = [taskgym.make("cad-cadquery-v0", tasks="generated") for _ in range(2)]
     try:
