@@ -47,7 +47,7 @@ def test_relative_parts_refuses_outside(path):
 
 @pytest.mark.parametrize("path", ["a\x00b", "/app/x\x00", "\x00"])
 def test_relative_parts_refuses_nul(path):
-    with pytest.raises(ConfigError, match="path contains a NUL character"):
+    with pytest.raises(ConfigError, match="path .* contains a NUL character"):
         relative_parts(path, "/app")
 
 

@@ -70,11 +70,11 @@ def test_generated_oracle_succeeds_and_null_scores_zero(family: str) -> None:
 
 def test_generated_tasks_are_deterministic(tmp_path: Path) -> None:
     from taskgym.domains.cad.generators import FAMILIES as names
-    from taskgym.domains.cad.generators import _generate
+    from taskgym.domains.cad.generators import generate
 
     for family in names:
-        _generate(family, 7, tmp_path / f"{family}-a")
-        _generate(family, 7, tmp_path / f"{family}-b")
+        generate(family, 7, tmp_path / f"{family}-a")
+        generate(family, 7, tmp_path / f"{family}-b")
         for name in ("instruction.md", "task.toml", "tests/reference.py"):
             assert (tmp_path / f"{family}-a" / name).read_bytes() == (
                 tmp_path / f"{family}-b" / name).read_bytes()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -70,8 +71,8 @@ def test_unicode_lookalikes_and_hidden_digits_do_not_pass_as_one_number() -> Non
 
 
 def test_a_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = finance.env.importlib.util.find_spec
-    monkeypatch.setattr(finance.env.importlib.util, "find_spec",
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "pdfplumber" else real(name, *a))
     with pytest.raises(MissingDependencyError, match=r"pip install 'taskgym\[pdf\]'"):
         finance.FinanceEnv()
