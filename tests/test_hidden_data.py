@@ -29,7 +29,8 @@ def _curated() -> list[Task]:
 
 def _search_env(backend: Backend, env_id: str) -> None:
     files, skipped = hidden_files(_curated())
-    assert len(files) > 100 and len(skipped) < len(files) // 10, (len(files), skipped)
+    # skipped: tiny files and copies of what the agent is shown anyway (pristine test inputs)
+    assert len(files) > 100 and len(skipped) < len(files) // 4, (len(files), skipped)
     env = taskgym.make(env_id, sandbox=backend)
     try:
         first = FolderTaskSet(envs_dir() / env_id / "tasks", env_id).ids()[0]
