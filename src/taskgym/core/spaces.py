@@ -94,15 +94,21 @@ class ToolCallSpace(spaces.Space[dict[str, Any]]):
         if origin is typing.Literal:
             choices = typing.get_args(annotation)
             return choices[int(self.np_random.integers(len(choices)))]
-        if origin in (tuple, list):  # as JSON has them: lists
-            items = typing.get_args(annotation) or (str, ...)
-            if origin is list or items[-1] is Ellipsis:
-                count = int(self.np_random.integers(0, 4))
-                return [self._sample_value(items[0], []) for _ in range(count)]
-            return [self._sample_value(item, []) for item in items]
         bounds = {key: getattr(m, key) for m in metadata
                   for key in ("ge", "gt", "le", "lt", "min_length", "max_length")
                   if getattr(m, key, None) is not None}
+        if origin in (tuple, list):  # as JSON has them: lists
+            items = typing.get_args(annotation) or (str, ...)
+            if origin is list or items[-1] is Ellipsis:
+                low = int(bounds.get("min_length", 0))
+                count = int(self.np_random.integers(low, max(low, min(3, int(bounds.get(
+                    "max_length", 3)))) + 1))
+                return [self._sample_value(items[0], []) for _ in range(count)]
+            return [self._sample_value(item, []) for item in items]
+        if origin is dict or annotation is dict:
+            return {}
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            return self._sample_args(annotation)
         if annotation is bool:
             return bool(self.np_random.random() < 0.5)
         if annotation in (int, float):
