@@ -12,8 +12,14 @@ import abc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from taskgym.errors import SandboxError
+
+if TYPE_CHECKING:
+    from taskgym.sandbox.snapshot import SessionSnapshot
 
 __all__ = ["Backend", "ExecResult", "ResourceUsage", "SandboxSpec", "Session"]
 
@@ -130,6 +136,27 @@ class Session(abc.ABC):
     def alive(self) -> bool:
         """Whether the sandbox's processes are still running."""
 
+    def snapshot(self) -> SessionSnapshot:
+        """Save the workspace and the shell's state (see :mod:`taskgym.sandbox.snapshot`).
+
+        The workspace (files, modes, links, empty folders, times) is copied into a private
+        host folder that no sandbox can see; the shell's variables, functions, aliases,
+        options, umask and cwd are captured by a command run in the shell. Processes left
+        running in the background are listed in the snapshot's ``background`` and are
+        **not** carried by a restore. Raises :class:`~taskgym.errors.SandboxError` when the
+        session is stopped or closed, when the shell cannot report its state (the agent broke
+        it, it is over :data:`~taskgym.sandbox.snapshot.SHELL_STATE_MAX`), or the copy fails.
+        """
+        raise SandboxError(f"{type(self).__name__} does not support snapshots")
+
+    def restore(self, snap: SessionSnapshot) -> None:
+        """Make this session what ``snap`` saved: every process is killed and a fresh shell
+        started, the workspace emptied and refilled from the snapshot, the shell state
+        sourced. ``snap`` is unchanged and may be restored again. Raises
+        :class:`~taskgym.errors.SandboxError` when the session is closed or the copy fails
+        (a workspace too small for the snapshot, for instance)."""
+        raise SandboxError(f"{type(self).__name__} does not support snapshots")
+
     def __enter__(self) -> Session:
         return self
 
@@ -150,6 +177,24 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def start(self, spec: SandboxSpec, seed: Path | None = None) -> Session:
         """Start a session whose workspace holds a copy of the folder ``seed``."""
+
+    def fork(self, snap: SessionSnapshot) -> Session:
+        """Start a new session that holds what ``snap`` saved (``snap.spec``, its workspace
+        and shell state): :meth:`start` then a restore into the fresh shell. The child is
+        independent of the session the snapshot came from. Raises
+        :class:`~taskgym.errors.SandboxError` as :meth:`start` and :meth:`Session.restore`."""
+        from taskgym.sandbox.snapshot import SnapshotSupport
+
+        session = self.start(snap.spec)
+        if not isinstance(session, SnapshotSupport):
+            session.close()
+            raise SandboxError(f"the {self.name} backend does not support snapshots")
+        try:
+            session.adopt(snap)
+        except BaseException:
+            session.close()
+            raise
+        return session
 
     @abc.abstractmethod
     def run(

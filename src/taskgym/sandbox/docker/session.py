@@ -26,13 +26,14 @@ from taskgym.sandbox.base import ExecResult, ResourceUsage, SandboxSpec, Session
 from taskgym.sandbox.docker.container import SHELL_ENV, SHELL_PATH, Container, Shell, quote
 from taskgym.sandbox.output import decode_capped
 from taskgym.sandbox.procs import SANDBOX_UID, ticks_at
+from taskgym.sandbox.snapshot import SnapshotSupport
 
 if TYPE_CHECKING:
     from taskgym.sandbox.docker.backend import DockerBackend
 
 __all__ = ["LIVE_SESSIONS", "DockerSession"]
 
-class DockerSession(_fs.WorkspaceFiles, Session):
+class DockerSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
     """A container with a persistent bash; see :class:`taskgym.sandbox.Session`."""
 
     limits_enforced_by = "cgroup"
@@ -243,6 +244,21 @@ class DockerSession(_fs.WorkspaceFiles, Session):
             if pid != self._shell.pid and start >= since_tick:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, 9)
+
+
+    # -- snapshots (taskgym.sandbox.snapshot) --------------------------------------------
+    def _control_path(self) -> str:
+        return self._container.root + CONTROL_DIR
+
+    def _background(self) -> list[int]:
+        return [pid for pid, _start in self._container.processes() if pid != self._shell.pid]
+
+    def _fresh_shell(self) -> None:
+        """Kill every process, start a new shell; the workspace (emptied next) stays."""
+        with self._lock:
+            if self._root_fd < 0:
+                raise SandboxError("the session is closed")
+            self._restart()
 
 
 LIVE_SESSIONS: weakref.WeakSet[DockerSession] = weakref.WeakSet()

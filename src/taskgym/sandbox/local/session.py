@@ -33,6 +33,7 @@ from taskgym.sandbox.cleanup import runtime_root
 from taskgym.sandbox.local.launch import Launched, LocalBackend, resource_error
 from taskgym.sandbox.output import join_cut
 from taskgym.sandbox.procs import children, sandbox_processes, ticks_at
+from taskgym.sandbox.snapshot import SnapshotSupport
 
 __all__ = ["LocalSession"]
 
@@ -42,7 +43,7 @@ _RUNAWAY_CHECK_SEC = 0.25
 _REWIND_AT = 1 << 16
 """Output files are emptied before a command once this much has been read from them."""
 
-class LocalSession(_fs.WorkspaceFiles, Session):
+class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
     """A bubblewrap sandbox with a persistent bash; see :class:`taskgym.sandbox.Session`.
 
     The shell reads a tiny script from a control pipe. For each command the host writes
@@ -342,6 +343,24 @@ class LocalSession(_fs.WorkspaceFiles, Session):
             if pid not in keep and start >= since_tick:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
+
+    # -- snapshots (taskgym.sandbox.snapshot) --------------------------------------------
+    def _control_path(self) -> str:
+        if self._proc is None:
+            raise SandboxError("the session is stopped")
+        return f"/proc/{self._proc.init_pid}/root{CONTROL_DIR}"
+
+    def _background(self) -> list[int]:
+        if self._proc is None:
+            return []
+        keep = {self._proc.init_pid, self._proc.proc.pid, *children(self._proc.init_pid)}
+        return [pid for pid, _start in sandbox_processes(self._proc.pidns) if pid not in keep]
+
+    def _fresh_shell(self) -> None:
+        """A new sandbox (its workspace a new, empty tmpfs) in place of this one."""
+        with self._lock:
+            self._shutdown_processes()
+            self._boot(seed_dir=None, seed_fd=None)
 
 _LIVE: weakref.WeakSet[LocalSession] = weakref.WeakSet()
 

@@ -1,0 +1,149 @@
+"""Exact copies of a workspace tree by directory descriptor, for snapshots.
+
+Unlike :mod:`taskgym.sandbox._fs` (file tools, seeds), these keep everything a snapshot
+must give back: modes (``000`` folders included), owners where the caller may set them,
+modification times, symbolic links as links, empty folders. Nothing is ever followed: each
+name is opened with ``O_NOFOLLOW`` relative to its parent's descriptor. File data moves
+in the kernel (``copy_file_range``, else ``sendfile``), one pass, no Python buffers. Hard
+links are copied as separate files; fifos, sockets and devices are skipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+
+__all__ = ["clear_tree", "copy_tree", "tree_bytes"]
+
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+_range_ok = True
+"""Whether ``copy_file_range`` has worked between the filesystems met so far."""
+
+
+def copy_tree(src_fd: int, dst_fd: int) -> int:
+    """Copy what the folder ``src_fd`` holds into the empty folder ``dst_fd``; return the
+    bytes of file data copied. The top folders' own modes are left alone."""
+    total = 0
+    for entry in os.scandir(src_fd):
+        name = entry.name
+        st = entry.stat(follow_symlinks=False)
+        if stat.S_ISDIR(st.st_mode):
+            os.mkdir(name, 0o700, dir_fd=dst_fd)
+            sub_src = _open_dir(name, src_fd, st.st_mode)
+            try:
+                sub_dst = os.open(name, _DIR, dir_fd=dst_fd)
+                try:
+                    total += copy_tree(sub_src, sub_dst)
+                    _finish(sub_dst, st)
+                finally:
+                    os.close(sub_dst)
+            finally:
+                os.close(sub_src)
+        elif stat.S_ISLNK(st.st_mode):
+            os.symlink(os.readlink(name, dir_fd=src_fd), name, dir_fd=dst_fd)
+            with contextlib.suppress(OSError):
+                os.chown(name, st.st_uid, st.st_gid, dir_fd=dst_fd, follow_symlinks=False)
+            with contextlib.suppress(OSError):
+                os.utime(name, ns=(st.st_atime_ns, st.st_mtime_ns), dir_fd=dst_fd,
+                         follow_symlinks=False)
+        elif stat.S_ISREG(st.st_mode):
+            total += _copy_file(name, src_fd, dst_fd, st)
+    return total
+
+
+def tree_bytes(fd: int) -> int:
+    """Bytes of regular-file data under the folder ``fd``."""
+    total = 0
+    for entry in os.scandir(fd):
+        st = entry.stat(follow_symlinks=False)
+        if stat.S_ISREG(st.st_mode):
+            total += st.st_size
+        elif stat.S_ISDIR(st.st_mode):
+            sub = _open_dir(entry.name, fd, st.st_mode)
+            try:
+                total += tree_bytes(sub)
+            finally:
+                os.close(sub)
+    return total
+
+
+def clear_tree(fd: int) -> None:
+    """Remove everything under the folder ``fd`` (the folder itself stays)."""
+    for entry in os.scandir(fd):
+        if entry.is_dir(follow_symlinks=False):
+            with contextlib.suppress(OSError):
+                os.chmod(entry.name, 0o700, dir_fd=fd, follow_symlinks=False)
+            sub = os.open(entry.name, _DIR, dir_fd=fd)
+            try:
+                clear_tree(sub)
+            finally:
+                os.close(sub)
+            os.rmdir(entry.name, dir_fd=fd)
+        else:
+            os.unlink(entry.name, dir_fd=fd)
+
+
+def _open_dir(name: str, parent: int, mode: int) -> int:
+    try:
+        return os.open(name, _DIR, dir_fd=parent)
+    except PermissionError:  # a folder the agent made unreadable: we may, as its owner
+        os.chmod(name, stat.S_IMODE(mode) | 0o700, dir_fd=parent, follow_symlinks=False)
+        try:
+            return os.open(name, _DIR, dir_fd=parent)
+        finally:
+            os.chmod(name, stat.S_IMODE(mode), dir_fd=parent, follow_symlinks=False)
+
+
+def _copy_file(name: str, src_dir: int, dst_dir: int, st: os.stat_result) -> int:
+    try:
+        src = os.open(name, _FILE, dir_fd=src_dir)
+    except PermissionError:  # mode 000 and not root: read it as its owner
+        os.chmod(name, stat.S_IMODE(st.st_mode) | 0o400, dir_fd=src_dir, follow_symlinks=False)
+        try:
+            src = os.open(name, _FILE, dir_fd=src_dir)
+        finally:
+            os.chmod(name, stat.S_IMODE(st.st_mode), dir_fd=src_dir, follow_symlinks=False)
+    try:
+        dst = os.open(name, _NEW, 0o600, dir_fd=dst_dir)
+        try:
+            copied = _copy_data(src, dst, os.fstat(src).st_size)
+            _finish(dst, st)
+        finally:
+            os.close(dst)
+    finally:
+        os.close(src)
+    return copied
+
+
+def _copy_data(src: int, dst: int, size: int) -> int:
+    """Copy ``src`` into ``dst`` in the kernel; also what grew past ``size`` meanwhile."""
+    global _range_ok
+    copied = 0
+    while True:
+        want = max(size - copied, 1 << 20)
+        if _range_ok:
+            try:
+                n = os.copy_file_range(src, dst, want)
+            except OSError as exc:
+                if exc.errno not in (errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+                    raise
+                _range_ok = False
+                continue
+        else:
+            n = os.sendfile(dst, src, None, want)
+        if n == 0:
+            return copied
+        copied += n
+
+
+def _finish(fd: int, st: os.stat_result) -> None:
+    """Give a copied file or folder the source's owner, mode and times."""
+    with contextlib.suppress(OSError):
+        os.fchown(fd, st.st_uid, st.st_gid)
+    os.fchmod(fd, stat.S_IMODE(st.st_mode))
+    os.utime(fd, ns=(st.st_atime_ns, st.st_mtime_ns))

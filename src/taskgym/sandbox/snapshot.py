@@ -1,0 +1,308 @@
+"""Session snapshots: a workspace and a shell's state, saved on the host, restored anywhere.
+
+A :class:`SessionSnapshot` holds
+
+- a copy of the workspace in a host folder under :func:`~taskgym.sandbox.cleanup.runtime_root`
+  (mode 0700, named for the owning process so the reaper removes it if the process dies;
+  never bound into any sandbox: a restore copies it into the new workspace);
+- the shell's state as a bash script: variables (exported and declared; not bash's own
+  read-only or special ones), functions, aliases, ``shopt`` and ``set -o`` options, the
+  umask and the working folder. It is captured by a command run in the persistent shell
+  (``declare -p``, ``declare -f``, ``alias -p``...) and restored by sourcing the script in a
+  fresh shell;
+- the processes that ran in the background at the time (pid, command line). They are
+  **not** carried: a restored session starts with only its shell.
+
+The same code serves the local and the docker sessions: both reach their workspace and
+their control folder through a host descriptor (``/proc/<pid>/root``). See
+docs/architecture.md, "Snapshots and forks".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import stat
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from taskgym.errors import SandboxError
+from taskgym.sandbox import _tree
+from taskgym.sandbox._commands import CONTROL_DIR
+from taskgym.sandbox.cleanup import runtime_root, session_name
+
+if TYPE_CHECKING:
+    from taskgym.sandbox.base import SandboxSpec
+
+__all__ = ["BackgroundProcess", "SessionSnapshot", "ShellState", "SnapshotSupport"]
+
+SHELL_STATE_MAX = 1 << 20
+"""Largest shell state a snapshot takes (bytes of script); more is a :class:`SandboxError`."""
+
+_SKIP_VARS = (
+    "BASH BASHOPTS BASHPID BASH_ALIASES BASH_ARGC BASH_ARGV BASH_ARGV0 BASH_CMDS BASH_COMMAND "
+    "BASH_LINENO BASH_LOADABLES_PATH BASH_REMATCH BASH_SOURCE BASH_SUBSHELL BASH_VERSINFO "
+    "BASH_VERSION BASH_EXECUTION_STRING COLUMNS COMP_WORDBREAKS DIRSTACK EPOCHREALTIME "
+    "EPOCHSECONDS EUID FUNCNAME GROUPS HISTCMD HOSTNAME HOSTTYPE LINENO LINES MACHTYPE OLDPWD "
+    "OPTERR OPTIND OSTYPE PIPESTATUS PPID PWD RANDOM SECONDS SHELLOPTS SHLVL SRANDOM UID _"
+).split()
+"""Variables bash sets itself; the fresh shell has its own."""
+
+_SKIP_OPTIONS = ("login_shell", "restricted_shell", "history", "monitor", "interactive")
+"""``shopt``/``set -o`` lines a running shell cannot take or should not (interactivity)."""
+
+_SECTIONS = ("variables", "functions", "aliases", "shopt", "set", "umask", "cwd")
+
+
+@dataclass(frozen=True, slots=True)
+class BackgroundProcess:
+    """A process that ran beside the shell when the snapshot was taken (not carried)."""
+
+    pid: int
+    """Its pid as the host sees it."""
+    command: str
+    """Its command line, arguments joined by spaces."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShellState:
+    """The persistent shell's state, each part as the bash text that recreates it."""
+
+    variables: str
+    functions: str
+    aliases: str
+    shopt: str
+    set_options: str
+    umask: str
+    cwd: str
+
+    def script(self) -> str:
+        """The script a fresh shell sources (options last, so ``errexit`` cannot stop it)."""
+        return "\n".join((self.variables, self.functions, self.aliases,
+                          f"umask {self.umask}", f"cd -- {_quote(self.cwd)}",
+                          self.shopt, self.set_options, ""))
+
+
+@dataclass(eq=False)
+class SessionSnapshot:
+    """A saved workspace and shell state (see :mod:`taskgym.sandbox.snapshot`).
+
+    Restore it with :meth:`Session.restore <taskgym.sandbox.Session.restore>` or start a new
+    session from it with :meth:`Backend.fork <taskgym.sandbox.Backend.fork>`. Restoring never
+    changes it: one snapshot serves any number of restores. :meth:`close` deletes its folder
+    (also done when it is garbage-collected, at exit, or by the reaper after a crash).
+    """
+
+    spec: SandboxSpec
+    """The spec of the session it was taken from (a fork starts with the same)."""
+    shell: ShellState
+    workspace_bytes: int
+    """Bytes of file data in the saved workspace (the replay cache's measure)."""
+    background: tuple[BackgroundProcess, ...]
+    """Processes running beside the shell when it was taken; not carried by a restore."""
+    folder: Path
+    _finalizer: weakref.finalize[..., None] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._finalizer = weakref.finalize(self, shutil.rmtree, str(self.folder), True)
+
+    @property
+    def workspace(self) -> Path:
+        """The host folder holding the saved workspace."""
+        if not self._finalizer.alive:
+            raise SandboxError("the snapshot is closed; take a new one with snapshot()")
+        return self.folder / "ws"
+
+    @property
+    def closed(self) -> bool:
+        return not self._finalizer.alive
+
+    def close(self) -> None:
+        """Delete the saved workspace. Idempotent."""
+        self._finalizer()
+
+
+class SnapshotSupport:
+    """Snapshot and restore for a session that reaches its workspace by ``_root_fd`` and runs
+    commands with ``exec``; the session supplies its control folder, its background processes
+    and a way to replace its shell by a fresh one (:meth:`_fresh_shell`)."""
+
+    spec: SandboxSpec
+    _root_fd: int
+
+    # -- what the session supplies -----------------------------------------------------
+    def _control_path(self) -> str:
+        """The host path of the sandbox's control folder (``/proc/<pid>/root/.taskgym``)."""
+        raise NotImplementedError
+
+    def _background(self) -> list[int]:
+        """Host pids of the sandbox's processes other than its shell and its init."""
+        raise NotImplementedError
+
+    def _fresh_shell(self) -> None:
+        """Kill every process and start a new shell; the workspace stays."""
+        raise NotImplementedError
+
+    # -- the API -----------------------------------------------------------------------
+    def snapshot(self) -> SessionSnapshot:
+        from taskgym.sandbox.base import Session
+
+        assert isinstance(self, Session)
+        if not self.alive:
+            raise SandboxError("the session is stopped; a snapshot needs its running shell")
+        background = tuple(_describe(pid) for pid in self._background())
+        shell = self._capture_shell()
+        folder = runtime_root() / f"{session_name()}-snapshot"
+        folder.mkdir(mode=0o700)
+        (folder / "ws").mkdir(mode=0o700)
+        try:
+            dst = os.open(folder / "ws", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                size = _tree.copy_tree(self._root_fd, dst)
+            finally:
+                os.close(dst)
+        except BaseException as exc:
+            shutil.rmtree(folder, ignore_errors=True)
+            if isinstance(exc, OSError):
+                raise SandboxError(f"could not save the workspace: {exc}") from exc
+            raise
+        return SessionSnapshot(self.spec, shell, size, background, folder)
+
+    def restore(self, snap: SessionSnapshot) -> None:
+        if self._root_fd < 0:
+            raise SandboxError("the session is closed")
+        self._fresh_shell()
+        self._apply(snap, clear=True)
+
+    def adopt(self, snap: SessionSnapshot) -> None:
+        """Fill a just-started session (empty workspace, new shell) from ``snap``: what
+        :meth:`Backend.fork <taskgym.sandbox.Backend.fork>` does after starting it."""
+        self._apply(snap, clear=False)
+
+    def _apply(self, snap: SessionSnapshot, clear: bool) -> None:
+        """Copy the snapshot's workspace in (after emptying it when ``clear``) and source its
+        shell state into the shell."""
+        from taskgym.sandbox.base import Session
+
+        assert isinstance(self, Session)
+        src_path = snap.workspace
+        try:
+            if clear:
+                _tree.clear_tree(self._root_fd)
+            src = os.open(src_path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                _tree.copy_tree(src, self._root_fd)
+            finally:
+                os.close(src)
+            name = f"state-{secrets.token_hex(6)}"
+            control = self._open_control()
+            try:
+                fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                             | os.O_CLOEXEC, 0o644, dir_fd=control)
+                with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as out:
+                    out.write(snap.shell.script())
+            finally:
+                os.close(control)
+        except OSError as exc:
+            raise SandboxError(f"could not restore the workspace: {exc}") from exc
+        path = f"{CONTROL_DIR}/{name}"
+        result = self.exec(f"\\builtin . {path} 2>/dev/null; \\builtin command rm -f {path}",
+                           timeout=30.0)
+        if result.restarted or result.timed_out:
+            raise SandboxError("the shell did not take the snapshot's state: "
+                               f"{result.stderr.strip()[:500]}")
+
+    # -- shell state -------------------------------------------------------------------
+    def _capture_shell(self) -> ShellState:
+        from taskgym.sandbox.base import Session
+
+        assert isinstance(self, Session)
+        name = f"capture-{secrets.token_hex(6)}"
+        mark = f"__TG_SECTION_{secrets.token_hex(8)}"
+        path = f"{CONTROL_DIR}/{name}"
+        skip = "|".join(_SKIP_VARS)
+        # a function, so that its locals (IFS among them) stay out of what it prints: IFS is
+        # saved before; builtins are called through \builtin, past the agent's functions
+        script = (
+            f"{{ \\builtin declare -p IFS 2>/dev/null; __tg_snap() {{ "
+            "\\builtin local IFS=$' \\t\\n' __tg_n; "
+            "for __tg_n in $(\\builtin compgen -v); do case $__tg_n in "
+            f"({skip}|IFS|__tg_n|BASH_*) ;; (*) [[ ${{!__tg_n@a}} == *r* ]] "
+            "|| \\builtin declare -p -- \"$__tg_n\" 2>/dev/null;; esac; done; "
+            f"\\builtin printf '\\n{mark}\\n'; "
+            "for __tg_n in $(\\builtin compgen -A function); do case $__tg_n in "
+            "(__ts|__tgm|__tg_snap) ;; (*) \\builtin declare -f -- \"$__tg_n\";; esac; done; "
+            f"\\builtin printf '\\n{mark}\\n'; \\builtin alias -p; "
+            f"\\builtin printf '\\n{mark}\\n'; \\builtin shopt -p; "
+            f"\\builtin printf '\\n{mark}\\n'; \\builtin set +o; "
+            f"\\builtin printf '\\n{mark}\\n'; \\builtin umask; "
+            f"\\builtin printf '\\n{mark}\\n%s' \"$PWD\"; }}; __tg_snap; }} >{path} 2>/dev/null; "
+            "\\builtin unset -f __tg_snap"
+        )
+        result = self.exec(script, timeout=30.0)
+        if result.restarted or result.timed_out:
+            raise SandboxError("the shell did not report its state for the snapshot "
+                               f"({'timed out' if result.timed_out else 'it died'})")
+        control = self._open_control()
+        try:
+            try:
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                             dir_fd=control)
+            except OSError as exc:
+                raise SandboxError(f"the shell did not write its state: {exc}") from exc
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise SandboxError("the shell's state is not a regular file")
+                data = os.read(fd, SHELL_STATE_MAX + 1)
+            finally:
+                os.close(fd)
+                with contextlib.suppress(OSError):
+                    os.unlink(name, dir_fd=control)
+        finally:
+            os.close(control)
+        if len(data) > SHELL_STATE_MAX:
+            raise SandboxError(f"the shell's state is over {SHELL_STATE_MAX} bytes (variables "
+                               "and functions); unset some before taking a snapshot")
+        parts = data.decode("utf-8", "surrogateescape").split(f"\n{mark}\n")
+        if len(parts) != len(_SECTIONS):
+            raise SandboxError("the shell's state could not be read (it has "
+                               f"{len(parts)} parts of {len(_SECTIONS)})")
+        values = dict(zip(_SECTIONS, parts, strict=True))
+        return ShellState(
+            variables=values["variables"].strip("\n"),
+            functions=values["functions"].strip("\n"),
+            aliases=values["aliases"].strip("\n"),
+            shopt=_keep_options(values["shopt"]),
+            set_options=_keep_options(values["set"]),
+            umask=values["umask"].strip() or "0022",
+            cwd=values["cwd"] or self.spec.workdir,
+        )
+
+    def _open_control(self) -> int:
+        try:
+            return os.open(self._control_path(),
+                           os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            raise SandboxError(f"the sandbox's control folder is gone: {exc}") from exc
+
+
+def _keep_options(text: str) -> str:
+    return "\n".join(line for line in text.strip("\n").splitlines()
+                     if not any(word in line.split() for word in _SKIP_OPTIONS))
+
+
+def _describe(pid: int) -> BackgroundProcess:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        raw = b""
+    return BackgroundProcess(pid, raw.rstrip(b"\0").replace(b"\0", b" ").decode(
+        "utf-8", "replace"))
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
