@@ -8,6 +8,7 @@ obs, reward, terminated, truncated, info = env.step({"tool": "bash", "args": {"c
 ```
 """
 
+from taskgym import rollouts
 from taskgym.core.checks import check_task_env
 from taskgym.core.env import TaskEnv
 from taskgym.core.registry import list_envs, make, register
@@ -61,5 +62,6 @@ __all__ = [
     "make",
     "parse_action",
     "register",
+    "rollouts",
     "run_episode",
 ]

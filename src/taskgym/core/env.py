@@ -25,9 +25,10 @@ import time
 import traceback
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import gymnasium as gym
+import numpy as np
 
 from taskgym.core.reward import RewardResult
 from taskgym.core.spaces import ToolCallSpace, UnicodeText
@@ -46,11 +47,16 @@ from taskgym.sandbox import (
     get_backend,
 )
 
+if TYPE_CHECKING:
+    from typing import Self
+
+    from taskgym.core.snapshot import EpisodeSnapshot
+
 __all__ = ["TaskEnv"]
 
 Observation = dict[str, str]
 
-RESET_OPTIONS = ("task_id",)
+RESET_OPTIONS = ("task_id", "replay")
 """The keys ``reset(options=...)`` accepts; any other raises :class:`ConfigError`."""
 
 
@@ -90,6 +96,17 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
     """Modules the local sandbox needs from this process's Python (``host_python``)."""
     extra: ClassVar[str | None] = None
     """The taskgym extra that installs :attr:`requires` (``pip install 'taskgym[<extra>]'``)."""
+    restored_observation: Observation | None = None
+    """The observation the episode was at when its snapshot was taken, after :meth:`restore`
+    or :meth:`fork` (for replayed prefixes and :func:`taskgym.rollouts.group`: the last
+    step's); ``None`` when the snapshot did not record one."""
+
+    _init_args: tuple[tuple[Any, ...], dict[str, Any]]
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
+        env = super().__new__(cls)
+        env._init_args = (args, dict(kwargs))  # what clone() makes its twins with
+        return env
 
     def __init__(
         self,
@@ -265,6 +282,10 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         if unknown:  # refused before anything changes: the running episode goes on
             raise ConfigError(f"unknown reset option(s) {', '.join(map(repr, unknown))}; "
                               f"known: {', '.join(map(repr, RESET_OPTIONS))}")
+        if "replay" in options:
+            from taskgym.core.replay import replay_reset
+
+            return replay_reset(self, seed, options)
         super().reset(seed=seed)
         self._end_session()
         if "task_id" in options:
@@ -376,6 +397,75 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         session, self._session = self._session, None
         if session is not None:
             session.close()
+
+    # -- snapshots and forks (taskgym.core.snapshot, taskgym.core.replay) ---------------
+    def snapshot(self) -> EpisodeSnapshot:
+        """Save the running episode: workspace, shell state, task, steps, time used,
+        limits, transcript, ``np_random`` and the domain's state (:meth:`episode_state`).
+        Background processes are listed in ``snap.session.background``, not carried.
+        Raises :class:`SandboxError` when no episode is running or it is over."""
+        from taskgym.core.snapshot import snapshot_env
+
+        return snapshot_env(self)
+
+    def restore(self, snap: EpisodeSnapshot) -> None:
+        """Replace the current episode (if any) by the saved one, in a fresh sandbox; its
+        deadline is now plus the time that was left. ``snap`` is unchanged (restore it again
+        at will). Raises :class:`ConfigError` for a snapshot of another env class."""
+        from taskgym.core.snapshot import restore_env
+
+        restore_env(self, snap)
+
+    def fork(self, n: int) -> list[Self]:
+        """``n`` independent envs of this class and configuration (made with this env's
+        constructor arguments), each at this episode's current state in its own sandbox,
+        with its own limits and grading. This episode goes on unchanged."""
+        from taskgym.core.snapshot import fork_env
+
+        return fork_env(self, n)  # type: ignore[return-value]
+
+    def clone(self) -> Self:
+        """A new env made with the arguments this one was made with (no episode yet)."""
+        args, kwargs = self._init_args
+        return type(self)(*args, **kwargs)
+
+    def episode_state(self) -> dict[str, Any]:
+        """The domain's own state of the running episode, for :meth:`snapshot` (none here;
+        a domain with more, such as a multi-step task's progress, overrides this and
+        :meth:`restore_episode_state`). Values are copied, never shared with the episode."""
+        return {}
+
+    def restore_episode_state(self, state: dict[str, Any]) -> None:
+        """Take back what :meth:`episode_state` returned (a restore or a fork)."""
+
+    @property
+    def is_over(self) -> bool:
+        """Whether no episode is running (before the first reset, or after its end)."""
+        return self._over or self._session is None
+
+    @property
+    def steps_taken(self) -> int:
+        return self._steps
+
+    @property
+    def transcript(self) -> list[str]:
+        """The episode's transcript so far (entries only with ``render_mode="ansi"``)."""
+        return list(self._transcript)
+
+    def end_episode(self) -> None:
+        """Close the running episode's sandbox, ungraded."""
+        self._over = True
+        self._end_session()
+
+    def resume_episode(self, session: Session, task: Task, steps: int, limits: Limits,
+                       deadline: float, transcript: list[str], rng: np.random.Generator) -> None:
+        """Make ``session`` this env's running episode at that point (what a restore does)."""
+        self.end_episode()
+        self._session, self.task, self._steps = session, task, steps
+        self.episode_limits, self._deadline = limits, deadline
+        self._transcript, self._np_random = transcript, rng
+        self._over = False
+        self.last_reward = None
 
     def render(self) -> str | None:
         if self.render_mode == "ansi":

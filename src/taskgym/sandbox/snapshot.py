@@ -28,7 +28,7 @@ import stat
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from taskgym.errors import SandboxError
 from taskgym.sandbox import _tree
@@ -105,7 +105,7 @@ class SessionSnapshot:
     background: tuple[BackgroundProcess, ...]
     """Processes running beside the shell when it was taken; not carried by a restore."""
     folder: Path
-    _finalizer: weakref.finalize[..., None] = field(init=False, repr=False)
+    _finalizer: weakref.finalize[Any, Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._finalizer = weakref.finalize(self, shutil.rmtree, str(self.folder), True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -138,6 +139,16 @@ class CodingEnv(TaskEnv):
                 raise ConfigError(f"{self.task.path}: {problem}")
             info["step_name"] = self._step_run.name
         return obs, info
+
+    def episode_state(self) -> dict[str, Any]:
+        """A multi-step task's progress (its step and grades so far), for snapshots."""
+        run = self._step_run
+        return {"step_run": None if run is None else
+                dataclasses.replace(run, results=list(run.results))}
+
+    def restore_episode_state(self, state: dict[str, Any]) -> None:
+        run = state.get("step_run")
+        self._step_run = None if run is None else dataclasses.replace(run, results=list(run.results))
 
     def _submit(self, _args: SubmitArgs) -> ToolResult:
         run = self._step_run
