@@ -25,6 +25,7 @@ import os
 import secrets
 import shutil
 import stat
+import string
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -209,9 +210,15 @@ class SnapshotSupport:
                 os.close(control)
         except OSError as exc:
             raise SandboxError(f"could not restore the workspace: {exc}") from exc
-        path = f"{CONTROL_DIR}/{name}"
-        result = self.exec(f"\\builtin . {path} 2>/dev/null; \\builtin command rm -f {path}",
-                           timeout=30.0)
+        try:
+            result = self.exec(f"\\builtin . {CONTROL_DIR}/{name} 2>/dev/null", timeout=30.0)
+        finally:
+            with contextlib.suppress(OSError):
+                control = self._open_control()
+                try:
+                    os.unlink(name, dir_fd=control)
+                finally:
+                    os.close(control)
         if result.restarted or result.timed_out:
             raise SandboxError("the shell did not take the snapshot's state: "
                                f"{result.stderr.strip()[:500]}")
@@ -225,23 +232,21 @@ class SnapshotSupport:
         mark = f"__TG_SECTION_{secrets.token_hex(8)}"
         path = f"{CONTROL_DIR}/{name}"
         skip = "|".join(_SKIP_VARS)
-        # a function, so that its locals (IFS among them) stay out of what it prints: IFS is
-        # saved before; builtins are called through \builtin, past the agent's functions
+        names = " ".join(f'"${{!{c}@}}"' for c in string.ascii_letters + "_")
+        # no fork: names come from ${!X@} (each quoted word a name, whatever IFS is) and
+        # builtins are called through \builtin, past the agent's functions and aliases; the
+        # shell's own readonly functions (__ts) are printed too, and fail harmlessly on restore
         script = (
-            f"{{ \\builtin declare -p IFS 2>/dev/null; __tg_snap() {{ "
-            "\\builtin local IFS=$' \\t\\n' __tg_n; "
-            "for __tg_n in $(\\builtin compgen -v); do case $__tg_n in "
-            f"({skip}|IFS|__tg_n|BASH_*) ;; (*) [[ ${{!__tg_n@a}} == *r* ]] "
+            f"{{ for __tg_n in {names}; do case $__tg_n in "
+            f"({skip}|__tg_n|BASH_*) ;; (*) [[ ${{!__tg_n@a}} == *r* ]] "
             "|| \\builtin declare -p -- \"$__tg_n\" 2>/dev/null;; esac; done; "
-            f"\\builtin printf '\\n{mark}\\n'; "
-            "for __tg_n in $(\\builtin compgen -A function); do case $__tg_n in "
-            "(__ts|__tgm|__tg_snap) ;; (*) \\builtin declare -f -- \"$__tg_n\";; esac; done; "
+            f"\\builtin printf '\\n{mark}\\n'; \\builtin declare -f; "
             f"\\builtin printf '\\n{mark}\\n'; \\builtin alias -p; "
             f"\\builtin printf '\\n{mark}\\n'; \\builtin shopt -p; "
             f"\\builtin printf '\\n{mark}\\n'; \\builtin set +o; "
             f"\\builtin printf '\\n{mark}\\n'; \\builtin umask; "
-            f"\\builtin printf '\\n{mark}\\n%s' \"$PWD\"; }}; __tg_snap; }} >{path} 2>/dev/null; "
-            "\\builtin unset -f __tg_snap"
+            f"\\builtin printf '\\n{mark}\\n%s' \"$PWD\"; }} >{path} 2>/dev/null; "
+            "\\builtin unset __tg_n"
         )
         result = self.exec(script, timeout=30.0)
         if result.restarted or result.timed_out:
