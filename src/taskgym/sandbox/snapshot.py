@@ -82,10 +82,10 @@ class ShellState:
     cwd: str
 
     def script(self) -> str:
-        """The script a fresh shell sources (options last, so ``errexit`` cannot stop it)."""
-        return "\n".join((self.variables, self.functions, self.aliases,
-                          f"umask {self.umask}", f"cd -- {_quote(self.cwd)}",
-                          self.shopt, self.set_options, ""))
+        """The script a fresh shell sources: the agent's functions and aliases come after
+        the builtins it calls, options last (so ``errexit`` cannot stop it)."""
+        return "\n".join((self.variables, f"umask {self.umask}", f"cd -- {_quote(self.cwd)}",
+                          self.functions, self.aliases, self.shopt, self.set_options, ""))
 
 
 @dataclass(eq=False)
