@@ -22,12 +22,17 @@ counters (also ``taskgym.rollouts.replay_cache_stats()``).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import threading
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
 
 from taskgym.core.snapshot import EpisodeSnapshot, restore_env, snapshot_env
 from taskgym.errors import ConfigError
@@ -177,15 +182,37 @@ def replay_reset(env: TaskEnv, seed: int | None, options: dict[str, Any]
 def _keys(env: TaskEnv, task_id: str, seed: int | None, prefix: Any) -> list[_Key]:
     cls = type(env)
     args, kwargs = env._init_args
-    config = _canonical({"args": list(args), "kwargs": kwargs})
+    config = json.dumps({"args": list(args), "kwargs": kwargs}, sort_keys=True,
+                        default=_config_value)
     base = (f"{cls.__module__}.{cls.__qualname__}", config, task_id, repr(seed))
     actions = tuple(_canonical(action) for action in prefix)
     return [(*base, actions[: n + 1]) for n in range(len(actions))]
 
 
+_TOKENS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+_COUNTER = itertools.count()
+_KEPT: dict[int, tuple[Any, str]] = {}
+
+
+def _config_value(value: Any) -> Any:
+    """A constructor argument as JSON: configs by their fields, paths as text, any other
+    object (a TaskSet, a Backend) by a token of its own, so only the same object matches
+    (an id could be reused after it is gone; a repr could hide a difference)."""
+    if isinstance(value, BaseModel):
+        return {type(value).__qualname__: value.model_dump(mode="json")}
+    if isinstance(value, PurePath):
+        return str(value)
+    try:
+        token = _TOKENS.get(value)
+        if token is None:
+            token = _TOKENS[value] = f"{type(value).__qualname__}#{next(_COUNTER)}"
+        return token
+    except TypeError:  # not weakly referable: keep it, so that its id stays its own
+        return _KEPT.setdefault(id(value), (value, f"{type(value).__qualname__}@{id(value)}"))[1]
+
+
 def _canonical(value: Any) -> str:
     try:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                          default=repr)
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"a replayed action must be a JSON value: {exc}") from exc
