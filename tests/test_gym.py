@@ -97,7 +97,7 @@ def test_reset_with_an_unknown_option_leaves_the_episode_running() -> None:
     try:
         env.reset(seed=0)
         with pytest.raises(taskgym.ConfigError, match=r"^unknown reset option\(s\) 'seed'; "
-                                                      r"known: 'task_id'$"):
+                                                      r"known: 'task_id', 'replay'$"):
             env.reset(options={"seed": 1})
         obs, reward, terminated, truncated, info = env.step(ECHO)
         assert obs["text"] == "hi\n[exit code 0]" and not (terminated or truncated)

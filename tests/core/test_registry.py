@@ -344,4 +344,4 @@ def test_reset_refuses_unknown_options(options):
     finally:
         env.close()
     unknown = ", ".join(repr(k) for k in sorted(options) if k != "task_id")
-    assert str(info.value) == f"unknown reset option(s) {unknown}; known: 'task_id'"
+    assert str(info.value) == f"unknown reset option(s) {unknown}; known: 'task_id', 'replay'"
