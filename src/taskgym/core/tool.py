@@ -11,7 +11,9 @@ refused here, so no tool ever meets them.
 
 from __future__ import annotations
 
+import copy
 import difflib
+import functools
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -39,6 +41,14 @@ class ToolResult:
     """PNG images the call produced (a render, a page), for vision models: ``info["images"]``."""
 
 
+@functools.lru_cache(maxsize=512)
+def _schema_of(model: type[BaseModel]) -> dict[str, Any]:
+    """A model's JSON schema, titles removed, made once per model (every env makes its
+    tools' schemas, and a forked env is one more env)."""
+    schema: dict[str, Any] = _strip_titles(model.model_json_schema())
+    return schema
+
+
 @dataclass(frozen=True)
 class Tool:
     """A named action with a pydantic model for its arguments."""
@@ -50,8 +60,7 @@ class Tool:
 
     def json_schema(self) -> dict[str, Any]:
         """The arguments' JSON schema (titles removed)."""
-        schema: dict[str, Any] = _strip_titles(self.args.model_json_schema())
-        return schema
+        return copy.deepcopy(_schema_of(self.args))
 
     def openai(self) -> dict[str, Any]:
         """The tool in OpenAI's function-calling format."""
