@@ -168,6 +168,32 @@ def test_snapshot_folder_is_private_and_removed(session: Session) -> None:
         session.restore(snap)
 
 
+@pytest.mark.parametrize("plant", [
+    "ln -s / /app/root-link; ln -s /etc/shadow /app/shadow",
+    "ln -s ../../../../../etc /app/up; mkdir -p /app/a/b; ln -s /proc/1/root /app/a/b/init",
+    "mkfifo /app/fifo; ln -s /proc/self/fd/0 /app/stdin",
+    "ln -s /.taskgym /app/control; ln -s /tmp /app/tmp-link",
+])
+def test_planted_links_are_saved_as_links(session: Session, plant: str) -> None:
+    """The copy into the host folder never follows what the agent planted: links stay links
+    (the host file they name is not read), fifos are skipped (never opened, no hang)."""
+    assert session.exec(plant).exit_code == 0
+    before = manifest(session)
+    snap = session.snapshot()
+    try:
+        for path, (kind, *_rest, target) in before.items():
+            saved = snap.workspace / path
+            if kind == stat.S_IFLNK:
+                assert saved.is_symlink() and os.readlink(saved) == target
+            elif kind == stat.S_IFIFO:
+                assert not os.path.lexists(saved)
+        assert snap.workspace_bytes == 0
+        session.restore(snap)
+        assert manifest(session) == {p: v for p, v in before.items() if v[0] != stat.S_IFIFO}
+    finally:
+        snap.close()
+
+
 def test_snapshot_of_a_stopped_session_is_a_sandbox_error(backend: Backend) -> None:
     with backend.start(SandboxSpec()) as stopped:
         stopped.stop()

@@ -109,9 +109,12 @@ def _copy_file(name: str, src_dir: int, dst_dir: int, st: os.stat_result) -> int
         finally:
             os.chmod(name, stat.S_IMODE(st.st_mode), dir_fd=src_dir, follow_symlinks=False)
     try:
+        now = os.fstat(src)
+        if not stat.S_ISREG(now.st_mode):  # swapped for a fifo since the listing: skip it
+            return 0
         dst = os.open(name, _NEW, 0o600, dir_fd=dst_dir)
         try:
-            copied = _copy_data(src, dst, os.fstat(src).st_size)
+            copied = _copy_data(src, dst, now.st_size)
             _finish(dst, st)
         finally:
             os.close(dst)
@@ -121,11 +124,12 @@ def _copy_file(name: str, src_dir: int, dst_dir: int, st: os.stat_result) -> int
 
 
 def _copy_data(src: int, dst: int, size: int) -> int:
-    """Copy ``src`` into ``dst`` in the kernel; also what grew past ``size`` meanwhile."""
+    """Copy the first ``size`` bytes of ``src`` into ``dst`` in the kernel (fewer if it
+    shrank meanwhile: a background process may be writing it; it is not waited for)."""
     global _range_ok
     copied = 0
-    while True:
-        want = max(size - copied, 1 << 20)
+    while copied < size:
+        want = size - copied
         if _range_ok:
             try:
                 n = os.copy_file_range(src, dst, want)
@@ -137,8 +141,9 @@ def _copy_data(src: int, dst: int, size: int) -> int:
         else:
             n = os.sendfile(dst, src, None, want)
         if n == 0:
-            return copied
+            break
         copied += n
+    return copied
 
 
 def _finish(fd: int, st: os.stat_result) -> None:
