@@ -21,6 +21,7 @@ import difflib
 import functools
 import importlib
 import importlib.util
+import inspect
 import time
 import traceback
 from collections.abc import Mapping
@@ -425,9 +426,19 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         return fork_env(self, n)  # type: ignore[return-value]
 
     def clone(self) -> Self:
-        """A new env made with the arguments this one was made with (no episode yet)."""
+        """A new env made with the arguments this one was made with (no episode yet). It
+        shares this env's backend and task set (what those arguments made already), so a
+        clone costs neither a backend probe nor a task-folder scan."""
         args, kwargs = self._init_args
-        return type(self)(*args, **kwargs)
+        try:
+            bound = inspect.signature(TaskEnv.__init__).bind(self, *args, **kwargs)
+        except TypeError:  # a domain's own arguments: make it from them as they are
+            return type(self)(*args, **kwargs)
+        given = {**bound.arguments, "tasks": self.task_set, "sandbox": self.backend}
+        del given["self"]
+        twin = type(self)(**given)
+        twin._init_args = self._init_args  # the same configuration (the replay cache's key)
+        return twin
 
     def episode_state(self) -> dict[str, Any]:
         """The domain's own state of the running episode, for :meth:`snapshot` (none here;
