@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import stat
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,8 @@ import taskgym
 from taskgym.core.env import TaskEnv
 from taskgym.errors import SandboxError
 from taskgym.sandbox import Backend, SandboxSpec, Session
-from taskgym.sandbox.cleanup import owner_alive, runtime_root
+from taskgym.sandbox.cleanup import leftovers, owner_alive, reap, runtime_root
+from taskgym.sandbox.procs import children
 
 pytestmark = pytest.mark.sandbox
 
@@ -266,6 +269,7 @@ def bash(command: str) -> dict[str, Any]:
 
 def test_fork_children_grade_independently(coding_env: TaskEnv) -> None:
     before = snapshot_folders()
+    processes = set(children(os.getpid()))
     coding_env.reset(options={"task_id": TASK})
     coding_env.step(bash("echo parent > /app/parent.txt; export WHO=parent"))
     solver, idle = coding_env.fork(2)
@@ -285,6 +289,30 @@ def test_fork_children_grade_independently(coding_env: TaskEnv) -> None:
         idle.close()
     coding_env.close()
     assert snapshot_folders() == before
+    if coding_env.backend.name == "local":  # every child's bwrap is gone with its close
+        assert wait_for(lambda: set(children(os.getpid())) <= processes)
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_a_dead_owners_snapshot_is_reaped(session: Session) -> None:
+    snap = session.snapshot()
+    pid, start, rest = snap.folder.name.split("-", 2)
+    dead = snap.folder.with_name(f"{2**22 + 7}-{start}-{rest}")  # no such pid
+    snap.folder.rename(dead)
+    try:
+        assert dead in leftovers()
+        assert str(dead) in reap() and not dead.exists()
+    finally:
+        shutil.rmtree(dead, ignore_errors=True)
+        snap.close()
 
 
 def task_reward(env: TaskEnv, actions: list[dict[str, Any]]) -> float:
