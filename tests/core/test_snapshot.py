@@ -39,6 +39,7 @@ export SNAP_EXPORTED='a value with spaces'
 declare -a SNAP_ARRAY=(one 'two three' "$(printf 'four\nfive')")
 declare -A SNAP_MAP=([k]=v)
 declare -i SNAP_INT=41+1
+readonly SNAP_RO=7
 snap_func() { echo "func says $1"; }
 shopt -s expand_aliases
 alias snapalias='echo alias works'
@@ -54,7 +55,7 @@ unalias snapalias && umask 077 && export LATER=1
 
 SHELL_CHECK = (
     'pwd; echo "$SNAP_EXPORTED"; env | grep ^SNAP_EXPORTED=; declare -p SNAP_ARRAY SNAP_MAP '
-    'SNAP_INT; snap_func x; snapalias; umask; echo "later=${LATER-unset}"'
+    'SNAP_INT SNAP_RO; snap_func x; snapalias; umask; echo "later=${LATER-unset}"'
 )
 
 
@@ -108,6 +109,7 @@ def test_restore_after_destructive_commands_is_exact(session: Session) -> None:
         assert after.stdout == shell_before.stdout
         assert "/app/src/pkg\na value with spaces\nSNAP_EXPORTED=a value" in after.stdout
         assert 'declare -a SNAP_ARRAY=([0]="one" [1]="two three" [2]=$\'four\\nfive\')' in after.stdout
+        assert 'declare -i SNAP_INT="42"' in after.stdout and 'declare -r SNAP_RO="7"' in after.stdout
         assert "func says x\nalias works\n0027\nlater=unset" in after.stdout
         # a second restore of the same snapshot gives the same again
         session.exec("rm -rf /app/src; cd /")

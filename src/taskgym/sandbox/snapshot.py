@@ -44,7 +44,7 @@ __all__ = ["BackgroundProcess", "SessionSnapshot", "ShellState", "SnapshotSuppor
 SHELL_STATE_MAX = 1 << 20
 """Largest shell state a snapshot takes (bytes of script); more is a :class:`SandboxError`."""
 
-_SKIP_VARS = (
+_SKIP_VARS = (  # bash's read-only ones among them; the agent's own read-only ones are kept
     "BASH BASHOPTS BASHPID BASH_ALIASES BASH_ARGC BASH_ARGV BASH_ARGV0 BASH_CMDS BASH_COMMAND "
     "BASH_LINENO BASH_LOADABLES_PATH BASH_REMATCH BASH_SOURCE BASH_SUBSHELL BASH_VERSINFO "
     "BASH_VERSION BASH_EXECUTION_STRING COLUMNS COMP_WORDBREAKS DIRSTACK EPOCHREALTIME "
@@ -238,8 +238,8 @@ class SnapshotSupport:
         # shell's own readonly functions (__ts) are printed too, and fail harmlessly on restore
         script = (
             f"{{ for __tg_n in {names}; do case $__tg_n in "
-            f"({skip}|__tg_n|BASH_*) ;; (*) [[ ${{!__tg_n@a}} == *r* ]] "
-            "|| \\builtin declare -p -- \"$__tg_n\" 2>/dev/null;; esac; done; "
+            f"({skip}|__tg_n|BASH_*) ;; (*) \\builtin declare -p -- \"$__tg_n\" 2>/dev/null;; "
+            "esac; done; "
             f"\\builtin printf '\\n{mark}\\n'; \\builtin declare -f; "
             f"\\builtin printf '\\n{mark}\\n'; \\builtin alias -p; "
             f"\\builtin printf '\\n{mark}\\n'; \\builtin shopt -p; "
