@@ -396,3 +396,26 @@ def test_restore_into_another_class_is_refused(tmp_path: Path) -> None:
         snap.close()
     finally:
         env.close()
+
+
+def test_a_multi_step_tasks_progress_travels() -> None:
+    """The coding domain's own episode state (which step of a multi-step task, the grades so
+    far) is carried, and each child's progress is its own."""
+    harbor = Path(__file__).resolve().parents[2] / "fixtures" / "harbor"
+    env = make_env(tasks=str(harbor))
+    try:
+        env.reset(options={"task_id": "multi-step"})
+        env.step(bash("echo one > list.txt"))
+        obs, *_ = env.step({"tool": "submit", "args": {}})
+        assert "# next step: extend" in obs["text"]
+        early, late = env.fork(2)
+        assert task_reward(early, [{"tool": "submit", "args": {}}]) == 0.5
+        assert early.last_reward is not None and early.last_reward.components == {
+            "step_create": 1.0, "step_extend": 0.0, "steps_graded": 2.0}
+        assert not late.is_over and not env.is_over  # early's grades are not theirs
+        assert late.episode_state()["step_run"].results == env.episode_state()["step_run"].results
+        assert len(late.episode_state()["step_run"].results) == 1
+        late.close()
+        early.close()
+    finally:
+        env.close()
