@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -165,3 +166,36 @@ def test_group_of_an_empty_prefix_starts_at_the_instruction() -> None:
         assert env.task is not None and env.restored_observation["text"] == env.task.instruction
     finally:
         env.close()
+
+
+def test_concurrent_replays_with_evictions() -> None:
+    """Threads replaying while others evict: a restore never meets a deleted snapshot (its
+    entry is pinned), and each env ends where its own prefix leads."""
+    prefixes = [[bash(f"head -c 100000 /dev/zero > /app/z; echo {n} > /app/which")]
+                for n in range(3)]
+    first = taskgym.make(CODING).unwrapped
+    replay(first, prefixes[0])
+    rollouts.set_replay_cache_size(int(rollouts.replay_cache_stats().bytes * 1.5))
+    first.close()
+    errors: list[BaseException] = []
+
+    def worker(offset: int) -> None:
+        env = taskgym.make(CODING).unwrapped
+        try:
+            for round_ in range(4):
+                n = (offset + round_) % 3
+                replay(env, prefixes[n])
+                assert env.session.read_file("/app/which") == f"{n}\n".encode()
+        except BaseException as exc:  # reported below, in the test's thread
+            errors.append(exc)
+        finally:
+            env.close()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    stats = rollouts.replay_cache_stats()
+    assert stats.evictions >= 1 and stats.entries <= 1 and stats.hits + stats.misses == 13

@@ -64,12 +64,41 @@ class CacheStats:
     max_bytes: int
 
 
+@dataclass(eq=False)
+class _Entry:
+    snap: EpisodeSnapshot
+    size: int
+    pins: int = 0
+    """Restores running from it now; an evicted entry is closed when the last one ends."""
+    evicted: bool = False
+
+
 class _Cache:
     def __init__(self, max_bytes: int) -> None:
-        self.lock = threading.RLock()
+        self.lock = threading.Lock()
         self.max_bytes = max_bytes
-        self.entries: OrderedDict[_Key, tuple[EpisodeSnapshot, int]] = OrderedDict()
+        self.entries: OrderedDict[_Key, _Entry] = OrderedDict()
         self.bytes = self.hits = self.misses = self.evictions = 0
+
+    def pin_longest(self, keys: list[_Key]) -> tuple[int, _Entry | None]:
+        """The longest cached prefix (its length, its entry pinned) and the counters."""
+        with self.lock:
+            for length in range(len(keys), 0, -1):
+                entry = self.entries.get(keys[length - 1])
+                if entry is not None:
+                    self.entries.move_to_end(keys[length - 1])
+                    entry.pins += 1
+                    self.hits += 1
+                    return length, entry
+            if keys:
+                self.misses += 1
+            return 0, None
+
+    def unpin(self, entry: _Entry) -> None:
+        with self.lock:
+            entry.pins -= 1
+            if entry.evicted and entry.pins == 0:
+                entry.snap.close()
 
     def put(self, key: _Key, snap: EpisodeSnapshot) -> None:
         size = snap.workspace_bytes + len(snap.session.shell.script())
@@ -77,21 +106,26 @@ class _Cache:
             if key in self.entries or size > self.max_bytes:
                 snap.close()
                 return
-            self.entries[key] = (snap, size)
+            self.entries[key] = _Entry(snap, size)
             self.bytes += size
             self.shrink()
 
     def shrink(self) -> None:
         while self.bytes > self.max_bytes and self.entries:
-            _key, (old, size) = self.entries.popitem(last=False)
-            self.bytes -= size
+            _key, old = self.entries.popitem(last=False)
+            self.bytes -= old.size
             self.evictions += 1
-            old.close()
+            self.drop(old)
+
+    def drop(self, entry: _Entry) -> None:
+        entry.evicted = True
+        if entry.pins == 0:
+            entry.snap.close()
 
     def clear(self) -> None:
         with self.lock:
-            for snap, _size in self.entries.values():
-                snap.close()
+            for entry in self.entries.values():
+                self.drop(entry)
             self.entries.clear()
             self.bytes = self.hits = self.misses = self.evictions = 0
 
@@ -144,21 +178,14 @@ def replay_reset(env: TaskEnv, seed: int | None, options: dict[str, Any]
                           "on one task")
     task_id = str(options["task_id"])
     keys = _keys(env, task_id, seed, prefix)
-    found = 0
     obs: dict[str, str] | None = None
-    with _CACHE.lock:
-        for length in range(len(keys), 0, -1):
-            entry = _CACHE.entries.get(keys[length - 1])
-            if entry is not None:
-                _CACHE.entries.move_to_end(keys[length - 1])
-                restore_env(env, entry[0])  # under the lock: no eviction meanwhile
-                obs, found = entry[0].observation, length
-                break
-        if prefix:
-            if found:
-                _CACHE.hits += 1
-            else:
-                _CACHE.misses += 1
+    found, entry = _CACHE.pin_longest(keys)
+    if entry is not None:
+        try:  # pinned: an eviction meanwhile closes the snapshot only after this restore
+            restore_env(env, entry.snap)
+            obs = entry.snap.observation
+        finally:
+            _CACHE.unpin(entry)
     if not found:
         obs, _info = env.reset(seed=seed, options={"task_id": task_id})
     for index in range(found, len(prefix)):
