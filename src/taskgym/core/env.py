@@ -423,7 +423,7 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         with its own limits and grading. This episode goes on unchanged."""
         from taskgym.core.snapshot import fork_env
 
-        return fork_env(self, n)  # type: ignore[return-value]
+        return fork_env(self, n)
 
     def clone(self) -> Self:
         """A new env made with the arguments this one was made with (no episode yet). It
@@ -460,7 +460,7 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
 
     @property
     def transcript(self) -> list[str]:
-        """The episode's transcript so far (entries only with ``render_mode="ansi"``)."""
+        """The episode's transcript so far (its steps are recorded with ``render_mode="ansi"``)."""
         return list(self._transcript)
 
     def end_episode(self) -> None:

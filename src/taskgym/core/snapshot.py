@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from taskgym.core.env import TaskEnv
 
 __all__ = ["EpisodeSnapshot", "fork_env", "restore_env", "snapshot_env"]
+
+E = TypeVar("E", bound="TaskEnv")
 
 
 @dataclass(eq=False)
@@ -60,7 +62,7 @@ class EpisodeSnapshot:
 
 
 def snapshot_env(env: TaskEnv, observation: dict[str, str] | None = None) -> EpisodeSnapshot:
-    if env.task is None or env.is_over or env._session is None:
+    if env.task is None or env.is_over:
         raise SandboxError("no episode is running (call reset() first, or the last one is "
                            "over); a snapshot is taken of a running episode")
     session = env.session.snapshot()
@@ -91,14 +93,14 @@ def restore_env(env: TaskEnv, snap: EpisodeSnapshot) -> None:
     env.restored_observation = snap.observation
 
 
-def fork_env(env: TaskEnv, n: int, snap: EpisodeSnapshot | None = None) -> list[TaskEnv]:
+def fork_env(env: E, n: int, snap: EpisodeSnapshot | None = None) -> list[E]:
     """``n`` new envs, each made with ``env``'s constructor arguments and restored from
     ``snap`` (a snapshot of ``env`` taken now when ``None``, closed after)."""
     if n < 0:
         raise ConfigError(f"fork(n) needs n >= 0, not {n}")
     own = snap is None
     taken = snapshot_env(env) if snap is None else snap
-    children: list[TaskEnv] = []
+    children: list[E] = []
     try:
         for _ in range(n):
             child = env.clone()
