@@ -32,7 +32,7 @@ chmod 0755 run.sh && : > zero && chmod 0000 zero && mkdir secret && echo s > sec
 chmod 0700 secret && chmod 0555 keep && ln -s src/pkg/mod.py rel-link
 ln -s /etc/passwd abs-link && ln -s nowhere dangling && ln -s src dir-link
 head -c 3000000 /dev/urandom > big.bin && mkdir before && echo r > before/r
-mv before after && printf 'a\nb' > 'name with spaces and
+mv before after && chmod 0750 /app && printf 'a\nb' > 'name with spaces and
 newline'
 cd /app/src/pkg
 export SNAP_EXPORTED='a value with spaces'
@@ -50,7 +50,7 @@ DESTROY = r"""
 cd /app && chmod -R u+rwx . && rm -rf /app/* /app/.[!.]* 2>/dev/null
 ln -s / /app/evil && mkdir /app/new && head -c 100000 /dev/zero > /app/new/z
 cd / && unset SNAP_EXPORTED SNAP_ARRAY SNAP_MAP && unset -f snap_func
-unalias snapalias && umask 077 && export LATER=1
+unalias snapalias && umask 077 && export LATER=1 && chmod 0755 /app
 """
 
 SHELL_CHECK = (
@@ -105,6 +105,7 @@ def test_restore_after_destructive_commands_is_exact(session: Session) -> None:
         assert manifest(session) != before
         session.restore(snap)
         assert manifest(session) == before
+        assert session.exec("stat -c %a /app").stdout == "750\n"
         after = session.exec(SHELL_CHECK)
         assert after.stdout == shell_before.stdout
         assert "/app/src/pkg\na value with spaces\nSNAP_EXPORTED=a value" in after.stdout

@@ -106,6 +106,8 @@ class SessionSnapshot:
     background: tuple[BackgroundProcess, ...]
     """Processes running beside the shell when it was taken; not carried by a restore."""
     folder: Path
+    workspace_mode: int = 0o755
+    """The permission bits of the workspace folder itself."""
     _finalizer: weakref.finalize[Any, Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -171,7 +173,8 @@ class SnapshotSupport:
             if isinstance(exc, OSError):
                 raise SandboxError(f"could not save the workspace: {exc}") from exc
             raise
-        return SessionSnapshot(self.spec, shell, size, background, folder)
+        mode = stat.S_IMODE(os.fstat(self._root_fd).st_mode)
+        return SessionSnapshot(self.spec, shell, size, background, folder, mode)
 
     def restore(self, snap: SessionSnapshot) -> None:
         if self._root_fd < 0:
@@ -199,6 +202,7 @@ class SnapshotSupport:
                 _tree.copy_tree(src, self._root_fd)
             finally:
                 os.close(src)
+            os.fchmod(self._root_fd, snap.workspace_mode)
             name = f"state-{secrets.token_hex(6)}"
             control = self._open_control()
             try:
@@ -213,7 +217,7 @@ class SnapshotSupport:
         try:
             result = self.exec(f"\\builtin . {CONTROL_DIR}/{name} 2>/dev/null", timeout=30.0)
         finally:
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, SandboxError):  # a shell restart: a new sandbox
                 control = self._open_control()
                 try:
                     os.unlink(name, dir_fd=control)
