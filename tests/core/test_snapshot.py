@@ -200,6 +200,27 @@ def test_planted_links_are_saved_as_links(session: Session, plant: str) -> None:
         snap.close()
 
 
+def test_limits_are_sandbox_errors(backend: Backend, session: Session) -> None:
+    """A workspace too big for the session restored into, a shell state over the cap: each
+    a SandboxError that says what happened, and the session is still usable."""
+    session.exec("head -c 3000000 /dev/urandom > /app/big")
+    snap = session.snapshot()
+    try:
+        with backend.start(SandboxSpec(disk_mb=1)) as small:
+            with pytest.raises(SandboxError, match="could not restore the workspace"):
+                small.restore(snap)
+            assert small.exec("echo ok").stdout == "ok\n"
+    finally:
+        snap.close()
+    session.exec("HUGE=$(head -c 1500000 /dev/zero | tr '\\0' a)")
+    before = snapshot_folders()
+    with pytest.raises(SandboxError, match="over 1048576 bytes"):
+        session.snapshot()
+    assert snapshot_folders() == before
+    session.exec("unset HUGE")
+    session.snapshot().close()
+
+
 def test_snapshot_of_a_stopped_session_is_a_sandbox_error(backend: Backend) -> None:
     with backend.start(SandboxSpec()) as stopped:
         stopped.stop()

@@ -28,8 +28,10 @@ _range_ok = True
 def copy_tree(src_fd: int, dst_fd: int) -> int:
     """Copy what the folder ``src_fd`` holds into the empty folder ``dst_fd``; return the
     bytes of file data copied. The top folders' own modes are left alone."""
+    with os.scandir(src_fd) as listing:
+        entries = list(listing)
     total = 0
-    for entry in os.scandir(src_fd):
+    for entry in entries:
         name = entry.name
         st = entry.stat(follow_symlinks=False)
         if stat.S_ISDIR(st.st_mode):
@@ -58,8 +60,10 @@ def copy_tree(src_fd: int, dst_fd: int) -> int:
 
 def tree_bytes(fd: int) -> int:
     """Bytes of regular-file data under the folder ``fd``."""
+    with os.scandir(fd) as listing:
+        entries = list(listing)
     total = 0
-    for entry in os.scandir(fd):
+    for entry in entries:
         st = entry.stat(follow_symlinks=False)
         if stat.S_ISREG(st.st_mode):
             total += st.st_size
@@ -74,7 +78,9 @@ def tree_bytes(fd: int) -> int:
 
 def clear_tree(fd: int) -> None:
     """Remove everything under the folder ``fd`` (the folder itself stays)."""
-    for entry in os.scandir(fd):
+    with os.scandir(fd) as listing:
+        entries = list(listing)
+    for entry in entries:
         if entry.is_dir(follow_symlinks=False):
             with contextlib.suppress(OSError):
                 os.chmod(entry.name, 0o700, dir_fd=fd, follow_symlinks=False)
