@@ -44,7 +44,8 @@ def session_fork(size_mb: int, n: int) -> dict[str, list[float]]:
     """Snapshot and fork timings of a bare session holding ``size_mb`` MB of files."""
     backend = get_backend("local")
     spec = SandboxSpec(disk_mb=max(512, size_mb * 2 + 64))
-    times: dict[str, list[float]] = {"snapshot": [], "backend.fork": [], "one child": []}
+    times: dict[str, list[float]] = {"backend.start, empty (a child's floor)": [],
+                                     "snapshot": [], "backend.fork": [], "one child": []}
     with backend.start(spec) as parent:
         # 64 files, so the tree walk counts too; random data, so nothing compresses
         each = max(1, size_mb * 1024 // 64)
@@ -53,6 +54,9 @@ def session_fork(size_mb: int, n: int) -> dict[str, list[float]]:
                            timeout=600)
         assert made.exit_code == 0, made
         for _ in range(n):
+            t_start, bare = _timed(lambda: backend.start(spec))
+            bare.close()
+            times["backend.start, empty (a child's floor)"].append(t_start)
             t_snap, snap = _timed(parent.snapshot)
             t_fork, child = _timed(lambda: backend.fork(snap))  # noqa: B023
             child.close()
