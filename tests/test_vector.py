@@ -311,3 +311,32 @@ def _sleepers(marker: str) -> set[int]:
             except OSError:
                 continue
     return found
+
+
+@pytest.mark.sandbox
+def test_batched_infos_are_what_gymnasium_builds() -> None:
+    venv = taskgym.make_vec(ENV_ID, num_envs=3, autoreset_mode="SameStep")
+    try:
+        venv.reset(seed=0)
+        reset_info = venv.envs[2].reset(seed=2)[1]
+        infos = [(i, venv.envs[i].step(action)[4]) for i, action in
+                 enumerate((SUBMIT, BAD[0], echo("x")))]
+        infos.append((0, {"final_obs": {"text": "t"}, "final_info": infos[0][1], "step": 0}))
+        for found in ([(2, reset_info)], infos[:3], infos[1:]):
+            expected: dict[str, Any] = {}
+            for i, info in found:
+                expected = venv._add_info(expected, info, i)
+            _assert_same(venv._batch_infos(found), expected)
+    finally:
+        venv.close()
+
+
+def _assert_same(got: Any, expected: Any) -> None:
+    if isinstance(expected, dict):
+        assert isinstance(got, dict) and list(got) == list(expected)
+        for key in expected:
+            _assert_same(got[key], expected[key])
+    else:
+        assert isinstance(got, np.ndarray) and got.dtype == expected.dtype
+        assert got.shape == expected.shape and all(
+            a is b or a == b for a, b in zip(got.tolist(), expected.tolist(), strict=True))
