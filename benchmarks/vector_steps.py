@@ -23,7 +23,16 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import gymnasium as gym  # noqa: E402
-from _common import ENV_ID, TASK_ID, Row, load_note, print_rows, table  # noqa: E402
+from _common import (  # noqa: E402
+    ENV_ID,
+    TASK_ID,
+    Row,
+    load_note,
+    ms,
+    percentile,
+    print_rows,
+    table,
+)
 from _floor import python_cpu  # noqa: E402
 from parallel_steps import ACTION, env_parallel_steps  # noqa: E402
 
@@ -35,16 +44,25 @@ ENVS = 16
 
 def vector_steps(venv: gym.vector.VectorEnv[Any, Any, Any], steps: int,
                  stats: dict[str, float] | None = None) -> float:
-    """Total sub-env steps/s over ``steps`` lockstep calls of ``venv.step``."""
+    """Total sub-env steps/s over ``steps`` lockstep calls of ``venv.step``.
+
+    When given, ``stats`` receives ``python_cpu_us`` per sub-env step and the median, p90 and
+    p99 of one ``step`` call (``median_ms``, ``p90_ms``, ``p99_ms``).
+    """
     actions = (ACTION,) * venv.num_envs
+    calls: list[float] = []
     t0, py0 = time.perf_counter(), python_cpu()
     for _ in range(steps):
+        started = time.perf_counter()
         obs, _r, terminated, truncated, info = venv.step(actions)
+        calls.append(time.perf_counter() - started)
         if terminated.any() or truncated.any() or "error" in info:
             raise RuntimeError(f"a step failed: {obs['text']!r} {info.get('error')}")
     elapsed = time.perf_counter() - t0
     if stats is not None:
         stats["python_cpu_us"] = (python_cpu() - py0) / (steps * venv.num_envs) * 1e6
+        for name, pct in (("median_ms", 50), ("p90_ms", 90), ("p99_ms", 99)):
+            stats[name] = ms(percentile(calls, pct))
     return steps * venv.num_envs / elapsed
 
 
@@ -60,6 +78,7 @@ def run(quick: bool = False) -> list[Row]:
         [lambda: taskgym.make(ENV_ID, max_steps=10**9) for _ in range(ENVS)])
     rates: dict[str, list[float]] = {"threads": [], "native": [], "async": []}
     cpu: dict[str, list[float]] = {"threads": [], "native": []}
+    calls: dict[str, list[dict[str, float]]] = {"native": [], "async": []}
     try:
         for env in envs:
             env.reset(options=options)
@@ -71,18 +90,30 @@ def run(quick: bool = False) -> list[Row]:
             stats: dict[str, float] = {}
             rates["threads"].append(env_parallel_steps(envs, steps, stats))
             cpu["threads"].append(stats["python_cpu_us"])
+            stats = {}
             rates["native"].append(vector_steps(native, steps, stats))
             cpu["native"].append(stats["python_cpu_us"])
-            rates["async"].append(vector_steps(shared, steps))
+            calls["native"].append(stats)
+            stats = {}
+            rates["async"].append(vector_steps(shared, steps, stats))
+            calls["async"].append(stats)
     finally:
         for env in envs:
             env.close()
         native.close()
         shared.close()
     med = {k: statistics.median(v) for k, v in rates.items()}
-    print(table(["way", "steps/s (median)", "rounds", "host process CPU us/step"], [
+    def call_ms(way: str) -> str:
+        if way not in calls:
+            return "(no lockstep)"
+        return " / ".join(f"{statistics.median(r[k] for r in calls[way]):.2f}"
+                          for k in ("median_ms", "p90_ms", "p99_ms"))
+
+    print(table(["way", "steps/s (median)", "rounds", "host process CPU us/step",
+                 "one step() call median / p90 / p99 ms"], [
         [way, f"{med[way]:,.0f}", " ".join(f"{v:,.0f}" for v in rates[way]),
-         f"{statistics.median(cpu[way]):.0f}" if way in cpu else "(in worker processes)"]
+         f"{statistics.median(cpu[way]):.0f}" if way in cpu else "(in worker processes)",
+         call_ms(way)]
         for way in rates]))
     ratio = med["native"] / med["threads"]
     rows = [
