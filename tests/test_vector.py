@@ -340,3 +340,23 @@ def _assert_same(got: Any, expected: Any) -> None:
         assert isinstance(got, np.ndarray) and got.dtype == expected.dtype
         assert got.shape == expected.shape and all(
             a is b or a == b for a, b in zip(got.tolist(), expected.tolist(), strict=True))
+
+
+@pytest.mark.sandbox
+def test_an_exception_in_one_sub_env_is_raised_after_the_others_stepped() -> None:
+    venv = taskgym.make_vec(ENV_ID, num_envs=3)
+
+    def broken(action: Any) -> Any:
+        raise RuntimeError("a bug in a wrapper")
+
+    try:
+        venv.reset(seed=0)
+        venv.envs[1].step = broken  # type: ignore[method-assign]
+        with pytest.raises(RuntimeError, match="a bug in a wrapper"):
+            venv.step((echo("a"), echo("b"), echo("c")))
+        del venv.envs[1].step  # type: ignore[attr-defined]
+        obs, reward, terminated, truncated, info = venv.step((echo("a"), echo("b"), echo("c")))
+        assert tuple(obs["text"]) == ("a\n[exit code 0]", "b\n[exit code 0]", "c\n[exit code 0]")
+        assert list(info["step"]) == [2, 1, 2]  # the others had stepped
+    finally:
+        venv.close()

@@ -33,7 +33,7 @@ Step = tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]
 
 class _Threads:
     """``workers - 1`` threads and the caller, each running a fixed share of a batch of calls
-    (call ``i`` always runs in share ``i % workers``)."""
+    (call ``i`` always runs in share ``i % workers``; a ``None`` call is skipped)."""
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
@@ -48,8 +48,9 @@ class _Threads:
         for thread in self._threads:
             thread.start()
 
-    def run(self, calls: Sequence[Callable[[], T]]) -> list[T]:
-        """Every call's result, in order; the first exception is raised once all have run."""
+    def run(self, calls: Sequence[Callable[[], T] | None]) -> list[T]:
+        """Every call's result, in order (``None`` for a skipped call); the first exception is
+        raised once all have run."""
         results: list[Any] = [None] * len(calls)
         errors: list[BaseException | None] = [None] * len(calls)
         shares = [range(k, len(calls), self.workers) for k in range(self.workers)]
@@ -67,11 +68,14 @@ class _Threads:
         return results
 
     @staticmethod
-    def _run_share(calls: Sequence[Callable[[], Any]], share: range, results: list[Any],
+    def _run_share(calls: Sequence[Callable[[], Any] | None], share: range, results: list[Any],
                    errors: list[BaseException | None]) -> None:
         for i in share:
+            call = calls[i]
+            if call is None:
+                continue
             try:
-                results[i] = calls[i]()
+                results[i] = call()
             except BaseException as exc:  # handed to the caller, raised there
                 errors[i] = exc
 
@@ -152,10 +156,13 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
         seeds = self._seeds(seed)
         options = dict(options or {})
         mask = self._reset_mask(options.pop("reset_mask", None))
-        chosen = [i for i in range(self.num_envs) if mask[i]]
-        calls = [self._reset_call(i, seeds[i], options) for i in chosen]
+        calls = [self._reset_call(i, seeds[i], options) if mask[i] else None
+                 for i in range(self.num_envs)]
         infos: list[tuple[int, dict[str, Any]]] = []
-        for i, (obs, info) in zip(chosen, self._threads.run(calls), strict=True):
+        for i, result in enumerate(self._threads.run(calls)):
+            if result is None:  # not in the mask
+                continue
+            obs, info = result
             self._observations[i] = obs
             self._autoreset[i] = False
             infos.append((i, info))
