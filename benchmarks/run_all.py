@@ -1,4 +1,4 @@
-"""Run the four taskgym benchmarks (W1-W4) and print one summary table.
+"""Run the taskgym benchmarks (W1-W4 and vector envs) and print one summary table.
 
     python3 benchmarks/run_all.py [--quick] [--markdown FILE]
 """
@@ -19,6 +19,7 @@ import idle_memory  # noqa: E402
 import parallel_steps  # noqa: E402
 import reset_latency  # noqa: E402
 import step_latency  # noqa: E402
+import vector_steps  # noqa: E402
 from _common import HEADERS, Row, load_note, markdown, table  # noqa: E402
 
 
@@ -34,6 +35,7 @@ def main() -> None:
     rows += reset_latency.run(args.quick)
     rows += idle_memory.run(args.quick)
     rows += parallel_steps.run(args.quick)
+    rows += vector_steps.run(args.quick)
     cells = [r.cells() for r in rows]
     passed = sum(r.passed for r in rows)
     machine = (f"{platform.node()} {platform.machine()}, {os.cpu_count()} CPUs, Python "

@@ -9,9 +9,10 @@ obs, reward, terminated, truncated, info = env.step({"tool": "bash", "args": {"c
 """
 
 from taskgym import rollouts
+from taskgym.core import shared_memory as _shared_memory  # noqa: F401  (registers UnicodeText's)
 from taskgym.core.checks import check_task_env
 from taskgym.core.env import TaskEnv
-from taskgym.core.registry import list_envs, make, register
+from taskgym.core.registry import list_envs, make, make_vec, register
 from taskgym.core.reward import RewardResult
 from taskgym.core.spaces import ToolCallSpace, UnicodeText
 from taskgym.core.task import FolderTaskSet, GeneratedTaskSet, Limits, Task, TaskSet, load_task
@@ -60,6 +61,7 @@ __all__ = [
     "list_envs",
     "load_task",
     "make",
+    "make_vec",
     "parse_action",
     "register",
     "rollouts",

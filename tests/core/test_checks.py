@@ -114,11 +114,11 @@ def test_tool_schemas_check_catches_a_schema_that_disagrees(tmp_path: Path,
 
 def test_host_state_sees_a_live_sandbox(tmp_path: Path, answer_task: Any) -> None:
     answer_task(tmp_path / "t")
-    before = checks._host_state()
+    before = checks.host_state()
     env = taskgym.make("coding-terminal-v0", tasks=str(tmp_path))
     try:
         env.reset(seed=0)
-        during = checks._host_state() - before
+        during = checks.host_state() - before
         assert any(item.startswith("process ") for item in during), during
     finally:
         env.close()

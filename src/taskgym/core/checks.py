@@ -35,7 +35,7 @@ from taskgym.core.spaces import ToolCallSpace
 from taskgym.core.task import GeneratedTaskSet, TaskSet
 from taskgym.evaluation import EpisodeRecord, run_episode
 
-__all__ = ["check_task_env", "oracle_then_null"]
+__all__ = ["check_task_env", "host_state", "oracle_then_null"]
 
 OPENAI_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 """What OpenAI accepts as a function name."""
@@ -180,7 +180,7 @@ def _seeded_reset(env: TaskEnv, make_env: Callable[..., TaskEnv]) -> None:
 
 
 def _close_twice_leaves_nothing(env: TaskEnv, make_env: Callable[..., TaskEnv]) -> None:
-    before = _host_state()
+    before = host_state()
     other = make_env()
     other.reset(seed=0)
     marker = f"{secrets.randbelow(10**6) + 10**6}.{secrets.randbelow(10**6)}"
@@ -193,10 +193,10 @@ def _close_twice_leaves_nothing(env: TaskEnv, make_env: Callable[..., TaskEnv]) 
     other.close()
     other.close()
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and (_sleepers(marker) or _host_state() - before):
+    while time.monotonic() < deadline and (_sleepers(marker) or host_state() - before):
         time.sleep(0.1)
     _expect(not _sleepers(marker), "a process started in the sandbox outlived close()")
-    left = _host_state() - before
+    left = host_state() - before
     _expect(not left, f"left after close(): {', '.join(sorted(left)[:10])}")
 
 
@@ -227,10 +227,11 @@ def _sleepers(marker: str) -> set[int]:
     return found
 
 
-def _host_state() -> set[str]:
-    """This process's child processes, and the cgroups, temporary folders and mounts named
-    after this process (taskgym names what it makes outside a sandbox ``<pid>-...``)."""
-    me = str(os.getpid())
+def host_state(pid: int | None = None) -> set[str]:
+    """The child processes of process ``pid`` (default: this one), and the cgroups, temporary
+    folders and mounts named after it (taskgym names what it makes outside a sandbox
+    ``<pid>-...``)."""
+    me = str(pid or os.getpid())
     state = set()
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():

@@ -14,6 +14,7 @@ env is made, or when :func:`list_envs` asks for its one-line ``description``.
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 import threading
 import warnings
@@ -23,9 +24,11 @@ from typing import Any
 
 import gymnasium as gym
 
+from taskgym.core.vector import TaskVectorEnv
 from taskgym.errors import ConfigError, UnknownEnvError
 
-__all__ = ["ENTRY_POINT_GROUP", "EnvInfo", "NAMESPACE", "list_envs", "make", "register"]
+__all__ = ["ENTRY_POINT_GROUP", "EnvInfo", "NAMESPACE", "list_envs", "make", "make_vec",
+           "register"]
 
 NAMESPACE = "taskgym"
 ENTRY_POINT_GROUP = "taskgym.envs"
@@ -52,7 +55,9 @@ _lock = threading.RLock()
 
 def register(env_id: str, entry_point: str, description: str = "", *, override: bool = False,
              source: str = "register()", **kwargs: Any) -> None:
-    """Make ``env_id`` available to :func:`make` and to ``gymnasium.make("taskgym/<id>")``.
+    """Make ``env_id`` available to :func:`make` and :func:`make_vec`, and to
+    ``gymnasium.make("taskgym/<id>")`` and ``gymnasium.make_vec`` (whose default for it is
+    taskgym's own vector env, :class:`~taskgym.core.vector.TaskVectorEnv`).
 
     ``entry_point`` is a ``"module:Class"`` string; ``description`` defaults to the class's
     own ``description`` attribute (read when listed). An id that is registered already raises
@@ -68,7 +73,8 @@ def register(env_id: str, entry_point: str, description: str = "", *, override: 
         _REGISTRY[env_id] = EnvInfo(env_id, entry_point, description, source)
         gym.registry.pop(f"{NAMESPACE}/{env_id}", None)  # an override replaces it silently
         gym.register(id=f"{NAMESPACE}/{env_id}", entry_point=entry_point, kwargs=kwargs,
-                     disable_env_checker=False)
+                     disable_env_checker=False,
+                     vector_entry_point=functools.partial(TaskVectorEnv, env_id))
 
 
 def load_plugins() -> None:
@@ -120,6 +126,25 @@ def make(env_id: str, **kwargs: Any) -> gym.Env[Any, Any]:
     ``render_mode``...). Unknown ids raise :class:`UnknownEnvError` naming a close match,
     if there is one, and every registered id.
     """
+    return gym.make(f"{NAMESPACE}/{_registered(env_id)}", **kwargs)
+
+
+def make_vec(env_id: str, num_envs: int = 1, *,
+             vectorization_mode: str = "vector_entry_point", **kwargs: Any
+             ) -> gym.vector.VectorEnv[Any, Any, Any]:
+    """A vector env of ``num_envs`` envs of ``env_id``, through ``gymnasium.make_vec``.
+
+    By default taskgym's own, :class:`~taskgym.core.vector.TaskVectorEnv` (its keywords
+    ``autoreset_mode`` and ``max_workers`` go in ``kwargs`` beside the envs' own);
+    ``vectorization_mode="sync"`` or ``"async"`` gives Gymnasium's (their options in
+    ``vector_kwargs``). Unknown ids raise as :func:`make` does.
+    """
+    return gym.make_vec(f"{NAMESPACE}/{_registered(env_id)}", num_envs=num_envs,
+                        vectorization_mode=vectorization_mode, **kwargs)
+
+
+def _registered(env_id: str) -> str:
+    """``env_id`` without the namespace, if it is registered; else :class:`UnknownEnvError`."""
     load_plugins()
     name = _bare(env_id)
     if name not in _REGISTRY:
@@ -131,7 +156,7 @@ def make(env_id: str, **kwargs: Any) -> gym.Env[Any, Any]:
         hint = f" Did you mean {near[0]!r}?" if near else ""
         raise UnknownEnvError(
             f"no taskgym env {env_id!r}.{hint} Registered: {', '.join(sorted(_REGISTRY))}")
-    return gym.make(f"{NAMESPACE}/{name}", **kwargs)
+    return name
 
 
 load_plugins()

@@ -13,16 +13,32 @@ from pydantic import BaseModel
 
 from taskgym.core.tool import ActionError, Tool, ToolResult, parse_action
 
-__all__ = ["ToolCallSpace", "UnicodeText"]
+__all__ = ["SHARED_TEXT_BYTES", "ToolCallSpace", "UnicodeText"]
+
+SHARED_TEXT_BYTES = 1 << 20
+"""Default bytes of shared memory a :class:`UnicodeText` gets per sub-env in
+``AsyncVectorEnv(..., shared_memory=True)``: every observation of taskgym's tools at their
+default limits fits (``read_file`` shows 200,000 bytes, 600,000 once each is a replacement
+character; ``bash`` 2 x 16 KiB of output)."""
 
 _SAMPLE_ALPHABET = list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _-./é漢ü")
 
 
 class UnicodeText(spaces.Space[str]):
-    """Any Unicode string up to ``max_length`` characters (Gymnasium's ``Text`` needs a charset)."""
+    """Any Unicode string up to ``max_length`` characters (Gymnasium's ``Text`` needs a charset).
 
-    def __init__(self, max_length: int = 10_000_000, seed: int | np.random.Generator | None = None):
+    ``shared_memory_bytes`` is the UTF-8 capacity of one string in ``AsyncVectorEnv``'s shared
+    memory (:mod:`taskgym.core.shared_memory`); a longer string arrives with its middle cut
+    and a note saying so.
+    """
+
+    def __init__(self, max_length: int = 10_000_000, seed: int | np.random.Generator | None = None,
+                 shared_memory_bytes: int = SHARED_TEXT_BYTES):
+        if shared_memory_bytes < 1024:
+            raise ValueError(f"shared_memory_bytes={shared_memory_bytes}: at least 1024, so that "
+                             "the note on a cut string fits")
         self.max_length = max_length
+        self.shared_memory_bytes = min(shared_memory_bytes, max(1024, 4 * max_length))
         super().__init__(shape=None, dtype=None, seed=seed)
 
     @property
