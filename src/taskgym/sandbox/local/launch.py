@@ -37,7 +37,7 @@ from taskgym.sandbox.procs import SANDBOX_UID, start_tick, wait_gone
 if TYPE_CHECKING:
     from taskgym.sandbox.local.session import LocalSession
 
-__all__ = ["Launched", "LocalBackend", "etc_files", "resource_error"]
+__all__ = ["Launched", "LocalBackend", "etc_files", "raise_open_files_limit", "resource_error"]
 
 _INSTALL_HINT = (
     "bubblewrap is not installed. Install it with `sudo apt-get install bubblewrap` "
@@ -97,6 +97,7 @@ class LocalBackend(Backend):
             raise SandboxUnavailableError(problem)
         self._bwrap = shutil.which("bwrap") or "bwrap"
         reap_once()
+        raise_open_files_limit()  # what a sandbox may open is bounded by the hard limit anyway
 
     def __deepcopy__(self, memo: dict[int, object]) -> LocalBackend:
         return self  # stateless past its check: shared (gymnasium copies make() arguments)
@@ -332,14 +333,31 @@ class Launched:
             self.cgroup.close()
             self.cgroup = None
 
+def raise_open_files_limit() -> int:
+    """Raise this process's soft RLIMIT_NOFILE to its hard limit (each live session holds
+    about ten descriptors, and the soft limit is often 1,024); the soft limit now."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+        target = hard
+        if hard == resource.RLIM_INFINITY:  # the kernel caps it at fs.nr_open
+            try:
+                target = int(Path("/proc/sys/fs/nr_open").read_text())
+            except (OSError, ValueError):
+                target = 1 << 20
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, target), hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
 def resource_error(what: str, exc: OSError) -> SandboxError:
     """A :class:`SandboxError` for an ``OSError``, saying which limit was hit and what to do."""
     if exc.errno == errno.EMFILE:
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         return SandboxError(
             f"{what}: this process has no file descriptor left (RLIMIT_NOFILE {soft}, hard limit "
-            f"{hard}; each session holds about 10). Close sessions you no longer use, or raise "
-            "the limit (`ulimit -n`, or resource.setrlimit(RLIMIT_NOFILE, ...)).")
+            f"{hard}; taskgym raised the soft limit to the hard one; each session holds about "
+            "10). Close sessions you no longer use, or raise the hard limit before starting "
+            "Python (`ulimit -Hn` as root, LimitNOFILE= of a systemd unit, "
+            "/etc/security/limits.conf, docker run --ulimit nofile=...).")
     if exc.errno == errno.ENFILE:
         return SandboxError(f"{what}: the system's file table is full (fs.file-max): {exc}")
     if exc.errno in (errno.EAGAIN, errno.ENOMEM):
