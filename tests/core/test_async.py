@@ -286,3 +286,60 @@ def test_sync_and_async_episodes_are_the_same_on_docker() -> None:
     async_ = asyncio.run(_async_episode(_make("coding-terminal-v0", sandbox="docker"),
                                         task.id, actions))
     assert async_ == sync and sync[-1][1] > 0
+
+
+# -- limits -----------------------------------------------------------------------------------
+
+def _python(script: str) -> str:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              [str(Path(taskgym.__file__).parents[1]),
+                               os.environ.get("PYTHONPATH", "")])})
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_the_local_backend_raises_the_soft_open_files_limit_to_the_hard_one() -> None:
+    out = _python(
+        "import resource\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (256, 4096))\n"
+        "from taskgym.sandbox import get_backend\n"
+        "get_backend('local')\n"
+        "print(resource.getrlimit(resource.RLIMIT_NOFILE))\n")
+    assert out.strip() == "(4096, 4096)"
+
+
+@pytest.mark.slow
+def test_running_out_of_descriptors_is_a_sandbox_error_naming_the_limit() -> None:
+    out = _python(
+        "import asyncio, resource, traceback\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (300, 300))\n"
+        "import taskgym\n"
+        "from taskgym.errors import SandboxError\n"
+        f"HELLO = {str(HELLO)!r}\n"
+        "envs = [taskgym.make('coding-terminal-v0', tasks=HELLO).unwrapped for _ in range(60)]\n"
+        "async def main():\n"
+        "    got = await asyncio.gather(*(e.areset() for e in envs), return_exceptions=True)\n"
+        "    errors = [g for g in got if isinstance(g, BaseException)]\n"
+        "    others = [g for g in errors if not isinstance(g, SandboxError)]\n"
+        "    assert errors and not others, ''.join(traceback.format_exception(others[0]))\n"
+        "    print(str(errors[0]))\n"
+        "    await asyncio.gather(*(e.aclose() for e in envs))\n"
+        "asyncio.run(main())\n")
+    assert "no file descriptor left (RLIMIT_NOFILE 300" in out and "hard limit" in out
+
+
+def test_a_limit_too_low_for_the_shell_protocol_says_so() -> None:
+    out = _python(
+        "import resource\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))\n"
+        "from taskgym.errors import SandboxUnavailableError\n"
+        "from taskgym.sandbox import get_backend\n"
+        "try:\n"
+        "    get_backend('local')\n"
+        "except SandboxUnavailableError as exc:\n"
+        "    print(exc)\n")
+    assert "RLIMIT_NOFILE is 200" in out and "descriptor 251" in out

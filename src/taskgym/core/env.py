@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import abc
 import difflib
+import errno
 import functools
 import importlib
 import importlib.util
@@ -47,6 +48,7 @@ from taskgym.sandbox import (
     get_backend,
 )
 from taskgym.sandbox.blocking import run_blocking
+from taskgym.sandbox.local.launch import resource_error
 
 __all__ = ["TaskEnv"]
 
@@ -328,8 +330,14 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         """:meth:`reset` for asyncio, in the bounded pool (:mod:`taskgym.sandbox.blocking`):
         all a reset does blocks (stopping the last sandbox, starting bubblewrap or a
         container, a domain's own set-up), and a domain's ``reset`` override runs as it is,
-        so the episode is the one ``reset`` gives."""
-        return await run_blocking(functools.partial(self.reset, seed=seed, options=options))
+        so the episode is the one ``reset`` gives. Running out of descriptors (with
+        thousands of envs) is a :class:`SandboxError` naming the limit, wherever it happens."""
+        try:
+            return await run_blocking(functools.partial(self.reset, seed=seed, options=options))
+        except OSError as exc:
+            if exc.errno in (errno.EMFILE, errno.ENFILE):
+                raise resource_error("could not reset the env", exc) from exc
+            raise
 
     async def astep(self, action: Any) -> StepResult:
         """:meth:`step` for asyncio, with the same observations. A tool's ``arun`` is

@@ -13,17 +13,19 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from taskgym.errors import ConfigError, SandboxError, SandboxUnavailableError
 from taskgym.sandbox._cgroups import CgroupLimits, rlimit_fallback
 from taskgym.sandbox._commands import (
     CONTROL_DIR,
     CONTROL_MB,
+    STATUS_FD,
     encode_text,
     output_cap_note,
 )
@@ -44,6 +46,8 @@ _INSTALL_HINT = (
     "(Debian/Ubuntu), `sudo dnf install bubblewrap` (Fedora) or `sudo pacman -S bubblewrap` (Arch), "
     "or pass sandbox='docker'."
 )
+
+_SHARED_LOCK = threading.Lock()
 
 _PASSWD = "root:x:0:0:root:/root:/usr/sbin/nologin\nagent:x:1000:1000:agent:/tmp:/bin/bash\n"
 
@@ -90,6 +94,8 @@ class LocalBackend(Backend):
     """Sandboxes made with bubblewrap on this machine; see the module docstring."""
 
     name = "local"
+    _shared: ClassVar[LocalBackend | None] = None
+    _shared_pid: ClassVar[int] = 0
 
     def __init__(self) -> None:
         problem = self.check()
@@ -97,7 +103,22 @@ class LocalBackend(Backend):
             raise SandboxUnavailableError(problem)
         self._bwrap = shutil.which("bwrap") or "bwrap"
         reap_once()
-        raise_open_files_limit()  # what a sandbox may open is bounded by the hard limit anyway
+        soft = raise_open_files_limit()  # a sandbox may raise its own to the hard limit anyway
+        if soft <= STATUS_FD:
+            raise SandboxUnavailableError(
+                f"RLIMIT_NOFILE is {soft} and cannot be raised (its hard limit): the sandbox's "
+                f"shell reports on descriptor {STATUS_FD}, which needs a limit above it. Raise "
+                "the hard limit before starting Python (`ulimit -Hn`, LimitNOFILE= of a systemd "
+                "unit, /etc/security/limits.conf, docker run --ulimit nofile=...).")
+
+    @classmethod
+    def shared(cls) -> LocalBackend:
+        """One backend for the process (it is stateless past its check): envs share it, so
+        a thousand resets do not each probe bubblewrap."""
+        with _SHARED_LOCK:
+            if cls._shared is None or cls._shared_pid != os.getpid():
+                cls._shared, cls._shared_pid = cls(), os.getpid()
+            return cls._shared
 
     def __deepcopy__(self, memo: dict[int, object]) -> LocalBackend:
         return self  # stateless past its check: shared (gymnasium copies make() arguments)
