@@ -15,7 +15,8 @@ Two loads, each with ``coding-terminal-v0`` envs stepping ``echo hi``:
   has one.
 - **throughput** (64 episodes, no think time): aggregate steps/s of 64 episodes stepping
   back to back on one loop, beside the floor in the same run (64 bare bash shells in
-  identical bwrap sandboxes, one thread each, as in W4).
+  identical bwrap sandboxes, one thread each, as in W4), and beside the same envs stepped
+  through the sync API from one thread each (W4's taskgym figure).
 
 Targets (issue 15): 1,000 episodes: step p95 < 5 ms, loop lag p99 < 50 ms, zero errors;
 64-episode throughput >= 0.7x the floor.
@@ -39,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import ENV_ID, TASK_ID, Row, load_note, ms, percentile, print_rows, table  # noqa: E402
 from _floor import floor_parallel_steps, process_memory  # noqa: E402
+from parallel_steps import env_parallel_steps  # noqa: E402
 
 import taskgym  # noqa: E402
 from taskgym.core.env import TaskEnv  # noqa: E402
@@ -183,10 +185,13 @@ async def _throughput(envs: list[TaskEnv], steps: int) -> tuple[float, list[str]
     return len(envs) * steps / (time.perf_counter() - t0), errors
 
 
-def throughput(n: int, steps: int, rounds: int) -> tuple[list[float], list[float], list[str]]:
-    """Steps/s of ``n`` async episodes back to back, and of the floor, interleaved."""
+def throughput(n: int, steps: int, rounds: int
+               ) -> tuple[list[float], list[float], list[float], list[str]]:
+    """Steps/s of ``n`` async episodes back to back, of the same envs stepped from one thread
+    each (W4's sync path), and of the floor, interleaved round by round."""
     envs = asyncio.run(_start(n))
     ours: list[float] = []
+    threaded: list[float] = []
     floors: list[float] = []
     errors: list[str] = []
     try:
@@ -194,11 +199,12 @@ def throughput(n: int, steps: int, rounds: int) -> tuple[list[float], list[float
             rate, errs = asyncio.run(_throughput(envs, steps))
             ours.append(rate)
             errors += errs
+            threaded.append(env_parallel_steps(envs, steps))
             floors.append(floor_parallel_steps(n, steps, n))
     finally:
         for env in envs:
             env.close()
-    return ours, floors, errors
+    return ours, threaded, floors, errors
 
 
 def _load_cells(load: Load) -> list[str]:
@@ -217,6 +223,8 @@ def run(quick: bool = False, sizes: tuple[int, ...] = (256, 512, 1000)) -> list[
     summary: list[Row] = []
     rows = []
     for n in sizes:
+        if n <= 0:
+            continue
         found = live_episodes(n, seconds)
         ours, threads = found["async"], found["threads"]
         memory = f"{found['host_mb'] + found['pss_mb']:.1f}"
@@ -240,10 +248,11 @@ def run(quick: bool = False, sizes: tuple[int, ...] = (256, 512, 1000)) -> list[
     print(table(["episodes", "path", "step p50 ms", "step p95 ms", "lag p99 ms", "lag max ms",
                  "steps", "errors", "host MB/ep", "sandbox Pss MB/ep", "MB per episode",
                  "areset all s"], rows))
-    ours_rates, floor_rates, errors = throughput(64, steps, rounds)
+    ours_rates, thread_rates, floor_rates, errors = throughput(64, steps, rounds)
     mine, floor = statistics.median(ours_rates), statistics.median(floor_rates)
     print(table(["64 episodes", "steps/s (rounds)"],
                 [["astep on one loop", " ".join(f"{v:,.0f}" for v in ours_rates)],
+                 ["step from 64 threads (W4)", " ".join(f"{v:,.0f}" for v in thread_rates)],
                  ["floor, 64 threads", " ".join(f"{v:,.0f}" for v in floor_rates)]]))
     if errors:
         print(f"  first throughput error: {errors[0]}")
@@ -259,7 +268,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="shorter runs, one round")
     parser.add_argument("--sizes", type=int, nargs="+", default=[256, 512, 1000],
-                        help="episode counts of the live load (default: 256 512 1000)")
+                        help="episode counts of the live load (default: 256 512 1000; 0: none)")
     args = parser.parse_args()
     run(args.quick, tuple(args.sizes))
 
