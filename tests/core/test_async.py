@@ -211,9 +211,12 @@ def test_the_blocking_pool_is_bounded() -> None:
 
 # -- the session's async path behaves like its sync one --------------------------------------
 
-def _session_run(commands: list[tuple[str, float | None]]) -> list[Any]:
+BACKENDS = ["local", pytest.param("docker", marks=[pytest.mark.docker])]
+
+
+def _session_run(commands: list[tuple[str, float | None]], backend: str = "local") -> list[Any]:
     spec = SandboxSpec(stream_limit_bytes=1 << 20)
-    session = get_backend("local").start(spec)
+    session = get_backend(backend).start(spec)
 
     async def main() -> list[Any]:
         return [await session.aexec(cmd, timeout=t) for cmd, t in commands]
@@ -224,16 +227,18 @@ def _session_run(commands: list[tuple[str, float | None]]) -> list[Any]:
         session.close()
 
 
-def test_async_timeout_kills_the_command_and_the_shell_goes_on() -> None:
-    first, after = _session_run([("X=1; sleep 30", 1.0), ("echo $X", None)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_async_timeout_kills_the_command_and_the_shell_goes_on(backend: str) -> None:
+    first, after = _session_run([("X=1; sleep 30", 1.0), ("echo $X", None)], backend)
     assert first.timed_out and first.exit_code == 124 and not first.restarted
     assert 0.9 < first.duration_sec < 5
     assert after.stdout == "1\n" and after.exit_code == 0
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("flood", ["yes", "yes >&2", "head -c 100000000 /dev/zero | tr '\\0' x"])
-def test_async_runaway_output_is_stopped(flood: str) -> None:
-    result, after = _session_run([(flood, 30.0), ("echo ok", None)])
+def test_async_runaway_output_is_stopped(flood: str, backend: str) -> None:
+    result, after = _session_run([(flood, 30.0), ("echo ok", None)], backend)
     assert result.truncated and "output" in result.stderr and result.duration_sec < 10
     assert after.stdout == "ok\n"
 
