@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import functools
 import os
 import secrets
 import select
@@ -316,8 +317,9 @@ class LocalSession(_fs.WorkspaceFiles, Session):
         The one state machine of a command, for both drivers (:meth:`_send`, blocking;
         :meth:`_drive_async`, the event loop). It yields a float ``s``: "wait until the
         status socket is readable or ``s`` seconds pass", answered with whether it became
-        readable; or a callable that blocks (reaping a dead shell, a restart), answered
-        with its result. It returns the :class:`ExecResult`.
+        readable; or a callable that blocks (killing what a command started, which scans /proc;
+        reaping a dead shell; a restart), answered with its result. It returns the
+        :class:`ExecResult`.
         """
         started = time.monotonic()
         deadline = started + timeout
@@ -340,14 +342,14 @@ class LocalSession(_fs.WorkspaceFiles, Session):
                     hung = True
                     break
                 timed_out = True
-                self._kill_started(since)
+                yield functools.partial(self._kill_started, since)
                 give_up = now + 2.0
                 continue
             # wake up now and then to stop runaway output; a quick command answers first
             if not (yield min(wait_until - now, _RUNAWAY_CHECK_SEC)):
                 if not runaway and since is not None and self._output_full():
                     runaway = True
-                    self._kill_started(since)
+                    yield functools.partial(self._kill_started, since)
                 continue
             chunk = _gil_held.read(self._status, 4096)
             if not chunk:  # the shell is gone
