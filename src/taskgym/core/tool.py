@@ -15,13 +15,13 @@ import copy
 import difflib
 import functools
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["ActionError", "Tool", "ToolCall", "ToolResult", "parse_action"]
+__all__ = ["ActionError", "Tool", "ToolCall", "ToolResult", "inline_async", "parse_action"]
 
 MAX_ACTION_CHARS = 1_000_000
 """Largest action accepted, in characters of its JSON form."""
@@ -51,12 +51,18 @@ def _schema_of(model: type[BaseModel]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Tool:
-    """A named action with a pydantic model for its arguments."""
+    """A named action with a pydantic model for its arguments.
+
+    ``run`` does the call; ``arun``, when given, is the same call for asyncio (the env's
+    ``astep`` awaits it). A tool without ``arun`` is run by ``astep`` in the bounded pool
+    (:mod:`taskgym.sandbox.blocking`), so a slow one never blocks the event loop.
+    """
 
     name: str
     description: str
     args: type[BaseModel]
     run: Callable[[Any], ToolResult]
+    arun: Callable[[Any], Awaitable[ToolResult]] | None = None
 
     def json_schema(self) -> dict[str, Any]:
         """The arguments' JSON schema (titles removed)."""
@@ -72,6 +78,16 @@ class Tool:
                 "parameters": self.json_schema(),
             },
         }
+
+
+def inline_async(run: Callable[[Any], ToolResult]) -> Callable[[Any], Awaitable[ToolResult]]:
+    """An ``arun`` that calls ``run`` on the event loop itself: for a tool too quick to be
+    worth a thread (a few system calls), which ``astep`` would otherwise run in the pool."""
+
+    async def arun(args: Any) -> ToolResult:
+        return run(args)
+
+    return arun
 
 
 @dataclass(slots=True)

@@ -9,6 +9,8 @@ one-shot commands for grading. Every backend passes the same conformance suite
 from __future__ import annotations
 
 import abc
+import functools
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,11 +19,17 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field
 
 from taskgym.errors import SandboxError
+from taskgym.sandbox.blocking import run_blocking
 
 if TYPE_CHECKING:
     from taskgym.sandbox.snapshot import SessionSnapshot
 
-__all__ = ["Backend", "ExecResult", "ResourceUsage", "SandboxSpec", "Session"]
+__all__ = ["CONCURRENT_AEXEC", "Backend", "ExecResult", "ResourceUsage", "SandboxSpec", "Session"]
+
+CONCURRENT_AEXEC = (
+    "aexec was called on a session whose previous command is still running; a session runs "
+    "one command at a time: await each aexec before the next (use one session, or one env, "
+    "per concurrent episode)")
 
 
 class SandboxSpec(BaseModel):
@@ -92,7 +100,9 @@ class Session(abc.ABC):
     """One running sandbox: a workspace and a persistent shell.
 
     Safe to use from one thread at a time; sessions are independent of each other,
-    so many threads may each drive their own.
+    so many threads may each drive their own. :meth:`aexec` is the same for coroutines: one
+    command of a session at a time (a second ``aexec`` while one runs raises
+    :class:`~taskgym.errors.SandboxError`), any number of sessions at once on one loop.
     """
 
     spec: SandboxSpec
@@ -106,6 +116,24 @@ class Session(abc.ABC):
     @abc.abstractmethod
     def exec(self, command: str, timeout: float | None = None) -> ExecResult:
         """Run a shell command in the persistent shell (cwd and variables persist)."""
+
+    async def aexec(self, command: str, timeout: float | None = None) -> ExecResult:
+        """:meth:`exec` for asyncio: the same result, awaited without blocking the loop.
+
+        This default runs :meth:`exec` in the bounded shared pool
+        (:mod:`taskgym.sandbox.blocking`); a backend whose shell the loop can drive
+        overrides it (the local session does, with no thread at all).
+        """
+        if not self._async_guard.acquire(blocking=False):
+            raise SandboxError(CONCURRENT_AEXEC)
+        try:
+            return await run_blocking(self.exec, command, timeout)
+        finally:
+            self._async_guard.release()
+
+    @functools.cached_property
+    def _async_guard(self) -> threading.Lock:
+        return threading.Lock()
 
     @abc.abstractmethod
     def read_file(self, path: str, limit: int | None = None) -> bytes:

@@ -81,7 +81,7 @@ def get_backend(choice: str | Mapping[str, Any] | LocalConfig | DockerConfig) ->
     if isinstance(config, LocalConfig):
         from taskgym.sandbox.local import LocalBackend
 
-        return LocalBackend()
+        return LocalBackend.shared()
     from taskgym.sandbox.docker import DockerBackend
 
     return DockerBackend.shared(config)

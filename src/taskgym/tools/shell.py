@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from taskgym.core.tool import Tool, ToolResult
+from taskgym.core.tool import Tool, ToolResult, inline_async
 from taskgym.sandbox import ExecResult, Session
 
 __all__ = ["format_exec", "shell_tools", "submit_tool"]
@@ -62,13 +62,20 @@ def shell_tools(session: Callable[[], Session], max_timeout: Callable[[], float]
     """``bash``, ``read_file`` and ``write_file`` acting on the session ``session()`` returns.
 
     ``max_timeout()`` bounds a command's timeout (the task's limit and the time left).
+    ``bash`` has an async form (awaiting :meth:`Session.aexec`); ``read_file`` and
+    ``write_file`` have none: they are a few system calls on the workspace's directory
+    descriptor, too quick to be worth a thread, so ``astep`` runs them inline.
     """
 
-    def bash(args: BashArgs) -> ToolResult:
+    def timeout_of(args: BashArgs) -> float:
         limit = max_timeout()
-        timeout = min(args.timeout, limit) if args.timeout else limit
-        result = session().exec(args.command, timeout=timeout)
-        return ToolResult(format_exec(result), info={"exit_code": result.exit_code})
+        return min(args.timeout, limit) if args.timeout else limit
+
+    def bash(args: BashArgs) -> ToolResult:
+        return _bash_result(session().exec(args.command, timeout=timeout_of(args)))
+
+    async def abash(args: BashArgs) -> ToolResult:
+        return _bash_result(await session().aexec(args.command, timeout=timeout_of(args)))
 
     def read_file(args: ReadFileArgs) -> ToolResult:
         data = session().read_file(args.path, limit=READ_LIMIT + 1)
@@ -86,14 +93,24 @@ def shell_tools(session: Callable[[], Session], max_timeout: Callable[[], float]
 
     return [
         Tool("bash", "Run a shell command in a persistent bash session (cwd and variables "
-             "persist between calls). Returns stdout, stderr and the exit code.", BashArgs, bash),
-        Tool("read_file", "Read a text file of the workspace.", ReadFileArgs, read_file),
+             "persist between calls). Returns stdout, stderr and the exit code.", BashArgs, bash,
+             abash),
+        Tool("read_file", "Read a text file of the workspace.", ReadFileArgs, read_file,
+             inline_async(read_file)),
         Tool("write_file", "Create or overwrite a file of the workspace (parent folders are "
-             "created).", WriteFileArgs, write_file),
+             "created).", WriteFileArgs, write_file, inline_async(write_file)),
     ]
+
+
+def _bash_result(result: ExecResult) -> ToolResult:
+    return ToolResult(format_exec(result), info={"exit_code": result.exit_code})
 
 
 def submit_tool(description: str = "Submit your work for grading; this ends the episode.",
                 args: type[BaseModel] = SubmitArgs) -> Tool:
     """A ``submit`` tool that ends the episode (the env grades after it)."""
-    return Tool("submit", description, args, lambda _a: ToolResult("submitted", done=True))
+
+    def submitted(_args: BaseModel) -> ToolResult:
+        return ToolResult("submitted", done=True)
+
+    return Tool("submit", description, args, submitted, inline_async(submitted))

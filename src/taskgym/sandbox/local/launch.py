@@ -13,17 +13,19 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from taskgym.errors import ConfigError, SandboxError, SandboxUnavailableError
 from taskgym.sandbox._cgroups import CgroupLimits, rlimit_fallback
 from taskgym.sandbox._commands import (
     CONTROL_DIR,
     CONTROL_MB,
+    STATUS_FD,
     encode_text,
     output_cap_note,
 )
@@ -37,13 +39,15 @@ from taskgym.sandbox.procs import SANDBOX_UID, start_tick, wait_gone
 if TYPE_CHECKING:
     from taskgym.sandbox.local.session import LocalSession
 
-__all__ = ["Launched", "LocalBackend", "etc_files", "resource_error"]
+__all__ = ["Launched", "LocalBackend", "etc_files", "raise_open_files_limit", "resource_error"]
 
 _INSTALL_HINT = (
     "bubblewrap is not installed. Install it with `sudo apt-get install bubblewrap` "
     "(Debian/Ubuntu), `sudo dnf install bubblewrap` (Fedora) or `sudo pacman -S bubblewrap` (Arch), "
     "or pass sandbox='docker'."
 )
+
+_SHARED_LOCK = threading.Lock()
 
 _PASSWD = "root:x:0:0:root:/root:/usr/sbin/nologin\nagent:x:1000:1000:agent:/tmp:/bin/bash\n"
 
@@ -90,6 +94,8 @@ class LocalBackend(Backend):
     """Sandboxes made with bubblewrap on this machine; see the module docstring."""
 
     name = "local"
+    _shared: ClassVar[LocalBackend | None] = None
+    _shared_pid: ClassVar[int] = 0
 
     def __init__(self) -> None:
         problem = self.check()
@@ -97,6 +103,22 @@ class LocalBackend(Backend):
             raise SandboxUnavailableError(problem)
         self._bwrap = shutil.which("bwrap") or "bwrap"
         reap_once()
+        soft = raise_open_files_limit()  # a sandbox may raise its own to the hard limit anyway
+        if soft <= STATUS_FD:
+            raise SandboxUnavailableError(
+                f"RLIMIT_NOFILE is {soft} and cannot be raised (its hard limit): the sandbox's "
+                f"shell reports on descriptor {STATUS_FD}, which needs a limit above it. Raise "
+                "the hard limit before starting Python (`ulimit -Hn`, LimitNOFILE= of a systemd "
+                "unit, /etc/security/limits.conf, docker run --ulimit nofile=...).")
+
+    @classmethod
+    def shared(cls) -> LocalBackend:
+        """One backend for the process (it is stateless past its check): envs share it, so
+        a thousand resets do not each probe bubblewrap."""
+        with _SHARED_LOCK:
+            if cls._shared is None or cls._shared_pid != os.getpid():
+                cls._shared, cls._shared_pid = cls(), os.getpid()
+            return cls._shared
 
     def __deepcopy__(self, memo: dict[int, object]) -> LocalBackend:
         return self  # stateless past its check: shared (gymnasium copies make() arguments)
@@ -332,14 +354,31 @@ class Launched:
             self.cgroup.close()
             self.cgroup = None
 
+def raise_open_files_limit() -> int:
+    """Raise this process's soft RLIMIT_NOFILE to its hard limit (each live session holds
+    about ten descriptors, and the soft limit is often 1,024); the soft limit now."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+        target = hard
+        if hard == resource.RLIM_INFINITY:  # the kernel caps it at fs.nr_open
+            try:
+                target = int(Path("/proc/sys/fs/nr_open").read_text())
+            except (OSError, ValueError):
+                target = 1 << 20
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, target), hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
 def resource_error(what: str, exc: OSError) -> SandboxError:
     """A :class:`SandboxError` for an ``OSError``, saying which limit was hit and what to do."""
     if exc.errno == errno.EMFILE:
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         return SandboxError(
             f"{what}: this process has no file descriptor left (RLIMIT_NOFILE {soft}, hard limit "
-            f"{hard}; each session holds about 10). Close sessions you no longer use, or raise "
-            "the limit (`ulimit -n`, or resource.setrlimit(RLIMIT_NOFILE, ...)).")
+            f"{hard}; taskgym raised the soft limit to the hard one; each session holds about "
+            "10). Close sessions you no longer use, or raise the hard limit before starting "
+            "Python (`ulimit -Hn` as root, LimitNOFILE= of a systemd unit, "
+            "/etc/security/limits.conf, docker run --ulimit nofile=...).")
     if exc.errno == errno.ENFILE:
         return SandboxError(f"{what}: the system's file table is full (fs.file-max): {exc}")
     if exc.errno in (errno.EAGAIN, errno.ENOMEM):

@@ -3,8 +3,10 @@ pipe, with a status socket and output files (see docs/architecture.md, the step 
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
+import functools
 import os
 import secrets
 import select
@@ -15,7 +17,10 @@ import tempfile
 import threading
 import time
 import weakref
+from collections.abc import Callable, Generator
+from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 from taskgym.errors import SandboxError
 from taskgym.sandbox import _fs, _gil_held
@@ -28,7 +33,8 @@ from taskgym.sandbox._commands import (
     CommandFile,
     output_cap_note,
 )
-from taskgym.sandbox.base import ExecResult, ResourceUsage, SandboxSpec, Session
+from taskgym.sandbox.base import CONCURRENT_AEXEC, ExecResult, ResourceUsage, SandboxSpec, Session
+from taskgym.sandbox.blocking import submit_blocking
 from taskgym.sandbox.cleanup import runtime_root
 from taskgym.sandbox.local.launch import Launched, LocalBackend, resource_error
 from taskgym.sandbox.output import join_cut
@@ -42,6 +48,9 @@ _RUNAWAY_CHECK_SEC = 0.25
 
 _REWIND_AT = 1 << 16
 """Output files are emptied before a command once this much has been read from them."""
+
+_Steps = Generator["float | Callable[[], Any]", Any, ExecResult]
+"""A command's protocol as a generator (:meth:`LocalSession._protocol`)."""
 
 class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
     """A bubblewrap sandbox with a persistent bash; see :class:`taskgym.sandbox.Session`.
@@ -84,6 +93,8 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
         self._status_sock: socket.socket | None = None
         self._seq = 0
         self._proc: Launched | None = None
+        self._restart_pending = False
+        self._job: Future[Any] | None = None
         self._boot(seed_dir=seed, seed_fd=None)
         _LIVE.add(self)
 
@@ -166,6 +177,7 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
 
     def _restart(self) -> None:
         """Replace a dead or hung shell with a fresh sandbox holding the same workspace."""
+        self._restart_pending = False
         old_fd = os.dup(self._root_fd)
         try:
             self._shutdown_processes()
@@ -220,24 +232,95 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
     def exec(self, command: str, timeout: float | None = None) -> ExecResult:
         limit = timeout if timeout is not None else self.spec.command_timeout_sec
         with self._lock:
-            if self._proc is None:
-                raise SandboxError("the session is stopped")
-            # the files are emptied only now and then: a command's output is what follows
-            # the offset read up to (output of background jobs shows up as in a terminal)
-            if self._out_off >= _REWIND_AT:
-                os.ftruncate(self._out_fd, 0)
-                self._out_off = 0
-            if self._err_off >= _REWIND_AT:
-                os.ftruncate(self._err_fd, 0)
-                self._err_off = 0
-            self._seq += 1
-            return self._send(self._commands.trigger(command, self._seq), limit, killable=True)
+            return self._send(self._trigger(command), limit, killable=True)
+
+    async def aexec(self, command: str, timeout: float | None = None) -> ExecResult:
+        """:meth:`exec` driven by the event loop: no thread, the status socket is watched
+        with ``loop.add_reader``; only the restart of a dead or hung shell (which starts a
+        sandbox) runs in the bounded pool. One command per session at a time: a second
+        ``aexec`` while one runs raises :class:`SandboxError`."""
+        limit = timeout if timeout is not None else self.spec.command_timeout_sec
+        if not self._lock.acquire(blocking=False):
+            raise SandboxError(CONCURRENT_AEXEC)
+        self._job = None
+        try:
+            if self._restart_pending:  # an aexec was cancelled mid-command
+                await self._in_pool(self._restart)
+            return await self._drive_async(self._protocol(self._trigger(command), limit, True))
+        finally:
+            job = self._job
+            if job is not None and not job.done():  # cancelled while a thread works on it
+                job.add_done_callback(lambda _job: self._lock.release())
+            else:
+                self._lock.release()
+
+    async def _in_pool(self, fn: Callable[[], Any]) -> Any:
+        """``fn()`` in the bounded pool; the session stays locked until it ends."""
+        self._job = submit_blocking(fn)
+        return await asyncio.wrap_future(self._job)
+
+    def _trigger(self, command: str) -> bytes:
+        """The next command's trigger line (the command file written), its number counted."""
+        if self._proc is None:
+            raise SandboxError("the session is stopped")
+        if self._restart_pending:
+            self._restart()
+        # the files are emptied only now and then: a command's output is what follows
+        # the offset read up to (output of background jobs shows up as in a terminal)
+        if self._out_off >= _REWIND_AT:
+            os.ftruncate(self._out_fd, 0)
+            self._out_off = 0
+        if self._err_off >= _REWIND_AT:
+            os.ftruncate(self._err_fd, 0)
+            self._err_off = 0
+        self._seq += 1
+        return self._commands.trigger(command, self._seq)
 
     def _send(self, script: bytes, timeout: float, killable: bool = False) -> ExecResult:
+        """:meth:`_protocol`, driven by blocking on the session's ``poll`` object."""
+        steps = self._protocol(script, timeout, killable)
+        poll = self._poll.poll
+        answer: object = None
+        try:
+            while True:
+                request = steps.send(answer)
+                answer = bool(poll(request * 1000.0)) if isinstance(request, float) else request()
+        except StopIteration as stop:
+            result: ExecResult = stop.value
+            return result
+
+    async def _drive_async(self, steps: _Steps) -> ExecResult:
+        """:meth:`_protocol`, driven by the running event loop (see :meth:`aexec`)."""
+        loop = asyncio.get_running_loop()
+        answer: object = None
+        try:
+            while True:
+                try:
+                    request = steps.send(answer)
+                except StopIteration as stop:
+                    result: ExecResult = stop.value
+                    return result
+                if isinstance(request, float):
+                    answer = await _readable(loop, self._status, request)
+                else:
+                    answer = await self._in_pool(request)
+        except BaseException:  # cancelled mid-command: the shell's state is unknown
+            self._restart_pending = self._proc is not None
+            steps.close()
+            raise
+
+    def _protocol(self, script: bytes, timeout: float, killable: bool) -> _Steps:
         """Write ``script`` to the shell, wait for its status line, read its output files.
 
         ``killable`` enables the timeout and runaway-output kill of what the command
         started, and the restart of a dead or hung shell; at boot neither happens.
+
+        The one state machine of a command, for both drivers (:meth:`_send`, blocking;
+        :meth:`_drive_async`, the event loop). It yields a float ``s``: "wait until the
+        status socket is readable or ``s`` seconds pass", answered with whether it became
+        readable; or a callable that blocks (killing what a command started, which scans /proc;
+        reaping a dead shell; a restart), answered with its result. It returns the
+        :class:`ExecResult`.
         """
         started = time.monotonic()
         deadline = started + timeout
@@ -260,15 +343,14 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
                     hung = True
                     break
                 timed_out = True
-                self._kill_started(since)
+                yield functools.partial(self._kill_started, since)
                 give_up = now + 2.0
                 continue
             # wake up now and then to stop runaway output; a quick command answers first
-            wait = min(wait_until - now, _RUNAWAY_CHECK_SEC)
-            if not self._poll.poll(wait * 1000.0):
+            if not (yield min(wait_until - now, _RUNAWAY_CHECK_SEC)):
                 if not runaway and since is not None and self._output_full():
                     runaway = True
-                    self._kill_started(since)
+                    yield functools.partial(self._kill_started, since)
                 continue
             chunk = _gil_held.read(self._status, 4096)
             if not chunk:  # the shell is gone
@@ -282,10 +364,7 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
         restarted = dead or hung
         bwrap_err = b""
         if dead and self._proc is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired, OSError):
-                code = self._proc.proc.wait(timeout=1.0)
-            with contextlib.suppress(OSError):
-                bwrap_err = os.read(self._bwrap_err, 65536)
+            code, bwrap_err = yield self._dead_shell
         cap = self.spec.output_limit_bytes
         out, self._out_off, out_cut = _read_capped(self._out_fd, self._out_off, cap)
         err, self._err_off, err_cut = _read_capped(self._err_fd, self._err_off, cap)
@@ -298,13 +377,25 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
         if bad_status:
             err += BAD_STATUS_NOTE
         if restarted and since is not None:
-            self._restart()
+            yield self._restart
         return ExecResult(
             stdout=out, stderr=err + bwrap_err.decode("utf-8", errors="replace"),
             exit_code=124 if timed_out else -1 if code is None or bad_status else code,
             duration_sec=time.monotonic() - started, timed_out=timed_out,
             truncated=runaway or out_cut or err_cut, restarted=restarted,
         )
+
+    def _dead_shell(self) -> tuple[int | None, bytes]:
+        """The exit status of the dead shell's sandbox and what bubblewrap said (blocks up
+        to a second)."""
+        assert self._proc is not None
+        code: int | None = None
+        bwrap_err = b""
+        with contextlib.suppress(subprocess.TimeoutExpired, OSError):
+            code = self._proc.proc.wait(timeout=1.0)
+        with contextlib.suppress(OSError):
+            bwrap_err = os.read(self._bwrap_err, 65536)
+        return code, bwrap_err
 
     def _find_status(self, buf: bytes) -> int | None:
         """The exit status in ``buf`` once it holds the whole status line of this command
@@ -382,6 +473,21 @@ def _open_output(name: str, control: int) -> int:
         return os.open(name, flags | os.O_NOATIME, dir_fd=control)
     except PermissionError:  # O_NOATIME needs the file's owner (or CAP_FOWNER)
         return os.open(name, flags, dir_fd=control)
+
+async def _readable(loop: asyncio.AbstractEventLoop, fd: int, seconds: float) -> bool:
+    """Whether ``fd`` becomes readable within ``seconds``, waiting on the event loop."""
+    ready = loop.create_future()
+    loop.add_reader(fd, _settle, ready, True)
+    timer = loop.call_later(seconds, _settle, ready, False)
+    try:
+        return bool(await ready)
+    finally:
+        loop.remove_reader(fd)
+        timer.cancel()
+
+def _settle(future: asyncio.Future[bool], value: bool) -> None:
+    if not future.done():
+        future.set_result(value)
 
 def _read_capped(fd: int, offset: int, cap: int) -> tuple[str, int, bool]:
     """An output file from ``offset`` on, as text (head and tail past ``cap``); the offset

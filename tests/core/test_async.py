@@ -1,0 +1,378 @@
+"""The asyncio API: ``areset`` / ``astep`` / ``aclose`` give the sync API's episodes, drive
+the local sandbox from the event loop, and leave nothing behind."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import taskgym
+from taskgym.core.env import TaskEnv
+from taskgym.errors import MissingDependencyError, SandboxError
+from taskgym.sandbox import SandboxSpec, get_backend
+from taskgym.sandbox.cleanup import runtime_root
+
+pytestmark = [pytest.mark.sandbox]
+
+HELLO = Path(__file__).parents[2] / "fixtures" / "coding" / "harbor-hello"
+ECHO = {"tool": "bash", "args": {"command": "echo hi"}}
+SUBMIT = {"tool": "submit", "args": {}}
+_TIMING = re.compile(r"\d+(\.\d+)?\s?(ms|s|sec|seconds)\b")
+
+
+def _masked(text: str) -> str:
+    return _TIMING.sub("<time>", text)
+
+
+def _make(env_id: str, **kwargs: Any) -> TaskEnv:
+    try:
+        env = taskgym.make(env_id, **kwargs).unwrapped
+    except MissingDependencyError as exc:
+        pytest.skip(str(exc))
+    assert isinstance(env, TaskEnv)
+    return env
+
+
+def _sync_episode(env: TaskEnv, task_id: str, actions: list[Any]) -> list[tuple[str, float]]:
+    obs, _ = env.reset(options={"task_id": task_id})
+    out = [(_masked(obs["text"]), 0.0)]
+    for action in actions:
+        obs, reward, terminated, truncated, _info = env.step(action)
+        out.append((_masked(obs["text"]), reward))
+        if terminated or truncated:
+            break
+    env.close()
+    return out
+
+
+async def _async_episode(env: TaskEnv, task_id: str, actions: list[Any]) -> list[tuple[str, float]]:
+    obs, _ = await env.areset(options={"task_id": task_id})
+    out = [(_masked(obs["text"]), 0.0)]
+    for action in actions:
+        obs, reward, terminated, truncated, _info = await env.astep(action)
+        out.append((_masked(obs["text"]), reward))
+        if terminated or truncated:
+            break
+    await env.aclose()
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env_id", sorted(taskgym.list_envs()))
+def test_sync_and_async_episodes_are_the_same(env_id: str) -> None:
+    env = _make(env_id)
+    task = env.task_set.get(env.task_set.ids()[0])
+    actions = [{"tool": "bash", "args": {"command": "pwd; ls | head -3; echo $((6 * 7))"}},
+               *env.oracle_actions(task)]
+    sync = _sync_episode(env, task.id, actions)
+    other = _make(env_id)
+    async_ = asyncio.run(_async_episode(other, task.id, actions))
+    assert async_ == sync
+    assert sync[-1][1] > 0  # the oracle solved it: the last step was graded, on both paths
+
+
+def _fd_count() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _children() -> set[int]:
+    me = str(os.getpid())
+    found = set()
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                stat = Path(entry.path, "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2:].split()
+            if fields[1] == me and fields[0] not in ("Z", "X"):
+                found.add(int(entry.name))
+    return found
+
+
+def _ours() -> set[str]:
+    prefix = f"{os.getpid()}-"
+    return {p.name for p in runtime_root().iterdir() if p.name.startswith(prefix)}
+
+
+async def _episode(env: TaskEnv, i: int, errors: list[str]) -> None:
+    try:
+        await env.areset()
+        for step in range(3):
+            obs, _r, terminated, truncated, info = await env.astep(
+                {"tool": "bash", "args": {"command": f"echo {i}-{step}"}})
+            if obs["text"] != f"{i}-{step}\n[exit code 0]" or terminated or truncated:
+                errors.append(f"episode {i} step {step}: {obs['text']!r} {info.get('error')}")
+        if i % 2:
+            _obs, reward, terminated, _t, _info = await env.astep(SUBMIT)
+            if not terminated:
+                errors.append(f"episode {i}: submit did not end it")
+    except Exception as exc:
+        errors.append(f"episode {i}: {type(exc).__name__}: {exc}")
+    finally:
+        await env.aclose()
+
+
+def _concurrent_episodes(n: int, warm_up: bool = False, **make: Any) -> None:
+    """``n`` episodes at once on one loop: no error, and nothing left afterwards. With
+    ``warm_up``, a first round fills what a backend keeps between episodes (the docker
+    backend's pool of ready containers, its engine connections), and the second is checked."""
+    errors: list[str] = []
+
+    def one_round() -> None:
+        envs = [_make("coding-terminal-v0", tasks=str(HELLO), max_steps=10, **make)
+                for _ in range(n)]
+
+        async def main() -> None:
+            await asyncio.gather(*(_episode(env, i, errors) for i, env in enumerate(envs)))
+
+        asyncio.run(main())
+
+    if warm_up:
+        one_round()
+        time.sleep(2)  # the pool refills in the background
+    fds, children, dirs = _fd_count(), _children(), _ours()
+    one_round()
+    assert errors == []
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and (_children() - children or _fd_count() > fds):
+        time.sleep(0.1)
+    assert _children() - children == set()
+    assert _fd_count() <= fds
+    assert _ours() - dirs == set()
+
+
+@pytest.mark.slow
+def test_200_concurrent_async_episodes_without_errors_or_leaks() -> None:
+    _concurrent_episodes(200)
+
+
+def test_the_loop_keeps_running_while_a_command_runs() -> None:
+    env = _make("coding-terminal-v0", tasks=str(HELLO))
+
+    async def main() -> tuple[int, str]:
+        await env.areset()
+        ticks = 0
+        stop = False
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while not stop:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        task = asyncio.create_task(ticker())
+        try:
+            obs, *_ = await env.astep({"tool": "bash", "args": {"command": "sleep 1; echo done"}})
+        finally:
+            stop = True
+            await task
+            await env.aclose()
+        return ticks, obs["text"]
+
+    ticks, text = asyncio.run(main())
+    assert text.startswith("done")
+    # ~100 in one second on a quiet machine; a loop held by the command would tick once or twice
+    assert ticks >= 20
+
+
+def test_the_blocking_pool_is_bounded() -> None:
+    import threading
+
+    from taskgym.sandbox.blocking import max_threads, run_blocking
+
+    lock = threading.Lock()
+    running = peak = 0
+    names: set[str] = set()
+
+    def job() -> None:
+        nonlocal running, peak
+        with lock:
+            running += 1
+            peak = max(peak, running)
+            names.add(threading.current_thread().name)
+        time.sleep(0.02)
+        with lock:
+            running -= 1
+
+    async def main() -> None:
+        await asyncio.gather(*(run_blocking(job) for _ in range(4 * max_threads())))
+
+    asyncio.run(main())
+    assert 1 < peak <= max_threads()
+    assert len(names) <= max_threads() and all(n.startswith("taskgym-blocking") for n in names)
+
+
+# -- the session's async path behaves like its sync one --------------------------------------
+
+BACKENDS = ["local", pytest.param("docker", marks=[pytest.mark.docker])]
+
+
+def _session_run(commands: list[tuple[str, float | None]], backend: str = "local") -> list[Any]:
+    spec = SandboxSpec(stream_limit_bytes=1 << 20)
+    session = get_backend(backend).start(spec)
+
+    async def main() -> list[Any]:
+        return [await session.aexec(cmd, timeout=t) for cmd, t in commands]
+
+    try:
+        return asyncio.run(main())
+    finally:
+        session.close()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_async_timeout_kills_the_command_and_the_shell_goes_on(backend: str) -> None:
+    first, after = _session_run([("X=1; sleep 30", 1.0), ("echo $X", None)], backend)
+    assert first.timed_out and first.exit_code == 124 and not first.restarted
+    assert 0.9 < first.duration_sec < 5
+    assert after.stdout == "1\n" and after.exit_code == 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("flood", ["yes", "yes >&2", "head -c 100000000 /dev/zero | tr '\\0' x"])
+def test_async_runaway_output_is_stopped(flood: str, backend: str) -> None:
+    result, after = _session_run([(flood, 30.0), ("echo ok", None)], backend)
+    assert result.truncated and "output" in result.stderr and result.duration_sec < 10
+    assert after.stdout == "ok\n"
+
+
+def test_async_dead_shell_restarts_like_sync() -> None:
+    spec = SandboxSpec()
+    session = get_backend("local").start(spec)
+    try:
+        sync = session.exec("cd /tmp; exit 7")
+        async_ = asyncio.run(session.aexec("cd /tmp; exit 7"))
+        after = asyncio.run(session.aexec("pwd"))
+    finally:
+        session.close()
+    for result in (sync, async_):
+        assert result.restarted and result.exit_code == 7
+    assert after.stdout == spec.workdir + "\n"
+
+
+def test_concurrent_aexec_on_one_session_is_refused_and_cancel_recovers() -> None:
+    session = get_backend("local").start(SandboxSpec())
+
+    async def main() -> tuple[BaseException | Any, ...]:
+        slow = asyncio.create_task(session.aexec("sleep 0.5; echo slow"))
+        await asyncio.sleep(0.05)
+        second = await asyncio.gather(session.aexec("echo two"), return_exceptions=True)
+        first = await slow
+        cancelled = asyncio.create_task(session.aexec("sleep 30"))
+        await asyncio.sleep(0.2)
+        cancelled.cancel()
+        await asyncio.gather(cancelled, return_exceptions=True)
+        after = await session.aexec("echo after")
+        return second[0], first, after
+
+    try:
+        second, first, after = asyncio.run(main())
+    finally:
+        session.close()
+    assert isinstance(second, SandboxError) and "one command at a time" in str(second)
+    assert first.stdout == "slow\n"
+    assert after.stdout == "after\n" and after.exit_code == 0
+
+
+def test_concurrent_astep_on_one_env_is_an_error_observation() -> None:
+    env = _make("coding-terminal-v0", tasks=str(HELLO))
+
+    async def main() -> list[Any]:
+        await env.areset()
+        try:
+            return await asyncio.gather(
+                env.astep({"tool": "bash", "args": {"command": "sleep 0.3; echo one"}}),
+                env.astep(ECHO))
+        finally:
+            await env.aclose()
+
+    (one, *_), (two, *_rest) = asyncio.run(main())
+    assert one["text"].startswith("one")
+    assert "one command at a time" in two["text"] and "error" in _rest[-1]
+
+
+# -- docker -----------------------------------------------------------------------------------
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_20_concurrent_async_episodes_on_docker() -> None:
+    from taskgym.sandbox.docker.session import LIVE_SESSIONS
+
+    _concurrent_episodes(20, warm_up=True, sandbox="docker")
+    assert not LIVE_SESSIONS
+
+
+@pytest.mark.docker
+def test_sync_and_async_episodes_are_the_same_on_docker() -> None:
+    env = _make("coding-terminal-v0", sandbox="docker")
+    task = env.task_set.get(env.task_set.ids()[0])
+    actions = [{"tool": "bash", "args": {"command": "pwd; echo $((6 * 7))"}},
+               *env.oracle_actions(task)]
+    sync = _sync_episode(env, task.id, actions)
+    async_ = asyncio.run(_async_episode(_make("coding-terminal-v0", sandbox="docker"),
+                                        task.id, actions))
+    assert async_ == sync and sync[-1][1] > 0
+
+
+# -- limits -----------------------------------------------------------------------------------
+
+def _python(script: str) -> str:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              [str(Path(taskgym.__file__).parents[1]),
+                               os.environ.get("PYTHONPATH", "")])})
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_the_local_backend_raises_the_soft_open_files_limit_to_the_hard_one() -> None:
+    out = _python(
+        "import resource\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (256, 4096))\n"
+        "from taskgym.sandbox import get_backend\n"
+        "get_backend('local')\n"
+        "print(resource.getrlimit(resource.RLIMIT_NOFILE))\n")
+    assert out.strip() == "(4096, 4096)"
+
+
+@pytest.mark.slow
+def test_running_out_of_descriptors_is_a_sandbox_error_naming_the_limit() -> None:
+    out = _python(
+        "import asyncio, resource, traceback\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (300, 300))\n"
+        "import taskgym\n"
+        "from taskgym.errors import SandboxError\n"
+        f"HELLO = {str(HELLO)!r}\n"
+        "envs = [taskgym.make('coding-terminal-v0', tasks=HELLO).unwrapped for _ in range(60)]\n"
+        "async def main():\n"
+        "    got = await asyncio.gather(*(e.areset() for e in envs), return_exceptions=True)\n"
+        "    errors = [g for g in got if isinstance(g, BaseException)]\n"
+        "    others = [g for g in errors if not isinstance(g, SandboxError)]\n"
+        "    assert errors and not others, ''.join(traceback.format_exception(others[0]))\n"
+        "    print(str(errors[0]))\n"
+        "    await asyncio.gather(*(e.aclose() for e in envs))\n"
+        "asyncio.run(main())\n")
+    assert "no file descriptor left (RLIMIT_NOFILE 300" in out and "hard limit" in out
+
+
+def test_a_limit_too_low_for_the_shell_protocol_says_so() -> None:
+    out = _python(
+        "import resource\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))\n"
+        "from taskgym.errors import SandboxUnavailableError\n"
+        "from taskgym.sandbox import get_backend\n"
+        "try:\n"
+        "    get_backend('local')\n"
+        "except SandboxUnavailableError as exc:\n"
+        "    print(exc)\n")
+    assert "RLIMIT_NOFILE is 200" in out and "descriptor 251" in out
