@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +16,7 @@ from taskgym.domains.coding.oracle import solution_actions, solution_mount
 from taskgym.domains.coding.steps import StepRun, prepare_step
 from taskgym.domains.coding.verifier import verify_session
 from taskgym.errors import ConfigError, TaskgymError
-from taskgym.paths import cache_dir
+from taskgym.paths import cache_dir, staging_for
 from taskgym.sandbox import Backend, SandboxSpec, Session
 from taskgym.tools import shell_tools
 from taskgym.tools.shell import SubmitArgs
@@ -54,23 +52,9 @@ def prepare_workspace(task: Task, backend: Backend) -> Path | None:
             raise ConfigError(f"{setup} failed with exit code {result.exit_code}:\n"
                               f"{result.stderr[-2000:] or result.stdout[-2000:]}")
         session.stop()
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".prep-"))
-        try:
-            session.export_workspace(tmp / "ws")
-            _publish(tmp / "ws", dest)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        with staging_for(dest) as staging:
+            session.export_workspace(staging)
     return dest
-
-
-def _publish(folder: Path, dest: Path) -> None:
-    """Move a finished folder into the cache (another worker may have put an identical one there)."""
-    try:
-        os.rename(folder, dest)
-    except OSError:
-        if not dest.is_dir():
-            raise
 
 
 def image_workspace(backend: Backend, spec: SandboxSpec, seed: Path | None) -> Path:
@@ -87,16 +71,11 @@ def image_workspace(backend: Backend, spec: SandboxSpec, seed: Path | None) -> P
     dest = cache_dir() / "image-workspaces" / key
     if dest.is_dir():
         return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".img-"))
-    try:
-        if not export_image_dir(backend.client, tag, spec.workdir, tmp / "ws"):
-            (tmp / "ws").mkdir()
+    with staging_for(dest) as staging:
+        if not export_image_dir(backend.client, tag, spec.workdir, staging):
+            staging.mkdir()
         if seed is not None:
-            shutil.copytree(seed, tmp / "ws", symlinks=True, dirs_exist_ok=True)
-        _publish(tmp / "ws", dest)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+            shutil.copytree(seed, staging, symlinks=True, dirs_exist_ok=True)
     return dest
 
 

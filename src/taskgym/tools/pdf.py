@@ -1,4 +1,4 @@
-"""Trusted task PDFs, parsed once and shared by every episode and worker.
+"""Trusted PDFs (a task's documents), parsed once and shared by every episode and worker.
 
 A document is keyed by the SHA-256 of its bytes. The first open extracts every page's
 text with pypdfium2 (about 3 ms a page) into ``cache_dir()/pdf/<digest>/text.json``, which
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from taskgym.domains.finance.layout import Line, layout_text, page_lines, run_tables, whole_table
 from taskgym.errors import ConfigError, MissingDependencyError
 from taskgym.paths import cache_dir
+from taskgym.tools.pdf_layout import Line, layout_text, page_lines, run_tables, whole_table
 
 __all__ = ["Hit", "PdfDocument", "close_documents", "open_document"]
 
@@ -45,7 +45,7 @@ def _pdfium() -> Any:
         import pypdfium2
     except ImportError as exc:
         raise MissingDependencyError(
-            "the finance tools need pypdfium2: pip install 'taskgym[pdf]'") from exc
+            "the PDF tools need pypdfium2: pip install 'taskgym[pdf]'") from exc
     if not _closes_at_exit:  # registered after pypdfium2's own exit hook, so it runs first
         atexit.register(close_documents)
         _closes_at_exit = True
