@@ -8,16 +8,20 @@ processes that build the same key at once all end with the one that won."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
+import json
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-__all__ = ["cache_dir", "envs_dir", "linked_folder", "publish_folder", "staging_for"]
+__all__ = ["cache_dir", "envs_dir", "linked_folder", "publish_folder", "read_cached", "staging_for",
+           "write_atomic", "write_cached"]
 
 
 def envs_dir() -> Path:
@@ -93,3 +97,33 @@ def linked_folder(kind: str, entries: Sequence[tuple[str, Path]]) -> Path:
                 shutil.copy2(path, target)
         staging.mkdir(exist_ok=True)  # no entries: an empty folder
     return dest
+
+
+def read_cached(kind: str, key: str) -> Any:
+    """The JSON value :func:`write_cached` kept under ``key``, or ``None`` when there is none
+    (or it cannot be read: a cache entry is only ever a shortcut)."""
+    try:
+        return json.loads((cache_dir() / kind / f"{key}.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def write_cached(kind: str, key: str, value: Any) -> None:
+    """Keep the JSON ``value`` under ``cache_dir()/<kind>/<key>.json``, replaced in one step
+    (readers in other processes see the old value or the new one)."""
+    write_atomic(cache_dir() / kind / f"{key}.json", json.dumps(value).encode())
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``path`` whole or not at all: ``data`` goes to a temporary file beside it, which
+    then replaces it in one rename (making the parent folders)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

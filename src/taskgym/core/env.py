@@ -7,8 +7,9 @@ tools, a verifier, and the oracle's actions. The base class owns the rest: task 
 parsing actions (never raising on bad input), budgets, and grading once the agent submits
 or runs out of steps or time.
 
-``step()`` never raises. A bad action, or a tool failing with a :class:`TaskgymError` or an
-``OSError``, is an error observation and the episode goes on. Any other exception (in a
+``step()`` never raises. A bad action, or a tool failing with a :class:`TaskgymError` (the
+backends raise only :class:`SandboxError` subclasses, never a bare ``OSError``), is an error
+observation and the episode goes on. Any other exception (in a
 tool, in the verifier, or while stopping the sandbox) is a crash: a bug of taskgym or of the
 env, not something the agent did. It ends the episode ungraded (``truncated=True``, reward
 0.0) with ``info["crash"]`` holding its type, message and traceback.
@@ -33,6 +34,7 @@ from taskgym.core.reward import RewardResult
 from taskgym.core.spaces import ToolCallSpace, UnicodeText
 from taskgym.core.task import FolderTaskSet, GeneratedTaskSet, Limits, Task, TaskSet, source_version
 from taskgym.core.tool import ActionError, Tool, ToolResult, parse_action
+from taskgym.core.workspace import task_image
 from taskgym.errors import ConfigError, MissingDependencyError, SandboxError, TaskgymError
 from taskgym.paths import envs_dir
 from taskgym.sandbox import (
@@ -196,9 +198,9 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
                            image=self.container_image(task))
 
     def container_image(self, task: Task) -> str | None:
-        """A task folder's own ``environment/`` (when it has a Dockerfile), else :attr:`image`."""
-        own = task.path / "environment"
-        return str(own) if (own / "Dockerfile").is_file() else self.image
+        """The task folder's own Dockerfile folder, else Harbor's ``[environment] docker_image``,
+        else :attr:`image` (see :func:`~taskgym.core.workspace.task_image`)."""
+        return task_image(task, self.image)
 
     # -- helpers for domains ---------------------------------------------------------
     def resolve_tasks(self, tasks: TaskSet | str | Path | None) -> TaskSet:
@@ -304,8 +306,6 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
                 result = call.tool.run(call.args)
             except TaskgymError as exc:
                 result = ToolResult(text=f"error: {exc}", error=str(exc))
-            except OSError as exc:
-                result = ToolResult(text=f"error: {exc.strerror or exc}", error=str(exc))
             except Exception as exc:  # a bug, not the agent's doing: end the episode, say why
                 return self._crash(exc, f"the {call.tool.name} tool", action, info)
         if result.error is not None:
