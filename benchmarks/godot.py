@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import load_note, median, ms, percentile  # noqa: E402
 
 import taskgym  # noqa: E402
-from taskgym.domains.game.families import FLOOR, ground, tscn, xf  # noqa: E402
+from taskgym.domains.game.generators import FLOOR, ground, tscn, xf  # noqa: E402
 from taskgym.domains.game.verifier import ENGINE, grade_project  # noqa: E402
 
 TASK = "physics-104"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from taskgym.domains.finance.tasks import build_curated
+from taskgym.domains.finance.generators import build_curated
 
 if __name__ == "__main__":
     root = Path(__file__).resolve().parent / "tasks"

@@ -18,7 +18,7 @@ from typing import NamedTuple
 import pypdfium2
 
 from taskgym.domains.finance.answers import Evidence, GoldAnswer, grade
-from taskgym.domains.finance.tasks import HOW_TO_ANSWER
+from taskgym.domains.finance.generators import HOW_TO_ANSWER
 
 HERE = Path(__file__).resolve().parent
 LIBRARY = HERE / "filings"

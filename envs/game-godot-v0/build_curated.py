@@ -5,7 +5,7 @@ Run: python3 envs/game-godot-v0/build_curated.py"""
 import shutil
 from pathlib import Path
 
-from taskgym.domains.game.families import FAMILIES, generate
+from taskgym.domains.game.generators import FAMILIES, generate
 
 root = Path(__file__).parent / "tasks"
 shutil.rmtree(root, ignore_errors=True)

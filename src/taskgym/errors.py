@@ -9,7 +9,9 @@ TaskgymError
 ├── SandboxError(RuntimeError)          the sandbox could not be started or used
 │   ├── SandboxUnavailableError         this backend cannot run on this machine
 │   ├── SandboxTimeout(TimeoutError)    a sandbox operation ran past its deadline
-│   └── SandboxTextError(ConfigError)   text a sandbox cannot carry (a NUL, a lone surrogate)
+│   ├── SandboxTextError(ConfigError)   text a sandbox cannot carry (a NUL, a lone surrogate)
+│   ├── SandboxPathError(ConfigError)   a path the file tools refuse (outside, a link, a fifo)
+│   └── SandboxFileError(OSError)       a file operation of the sandbox failed (missing, full)
 └── VerifierError(RuntimeError)         grading itself failed (not the agent's answer)
 ```
 
@@ -22,6 +24,8 @@ __all__ = [
     "ConfigError",
     "MissingDependencyError",
     "SandboxError",
+    "SandboxFileError",
+    "SandboxPathError",
     "SandboxTextError",
     "SandboxTimeout",
     "SandboxUnavailableError",
@@ -73,6 +77,21 @@ class SandboxTimeout(SandboxError, TimeoutError):
 class SandboxTextError(SandboxError, ConfigError):
     """A command, path or variable holds what no shell or file system takes: a NUL character,
     or a lone surrogate (``"\\ud800"``; ``\\udc80``-``\\udcff`` stand for raw bytes and pass)."""
+
+
+class SandboxPathError(SandboxError, ConfigError):
+    """A path the file tools refuse: outside the workspace, through a symbolic link, ``..``,
+    or not a regular file (a folder, a fifo, a device)."""
+
+
+class SandboxFileError(SandboxError, OSError):
+    """A file operation of the sandbox failed: no such file, the workspace is full, no
+    permission. ``errno`` is the system's error number (an ``OSError`` too, so code that
+    handles file errors keeps working)."""
+
+    def __init__(self, message: str, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.errno = errno
 
 
 class VerifierError(TaskgymError, RuntimeError):

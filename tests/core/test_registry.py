@@ -21,6 +21,8 @@ from taskgym.errors import (
     ConfigError,
     MissingDependencyError,
     SandboxError,
+    SandboxFileError,
+    SandboxPathError,
     SandboxTimeout,
     SandboxUnavailableError,
     TaskgymError,
@@ -261,6 +263,8 @@ def test_unregistered_after_cleanup():
     (SandboxError, (TaskgymError, RuntimeError)),
     (SandboxUnavailableError, (SandboxError, TaskgymError, RuntimeError)),
     (SandboxTimeout, (SandboxError, TimeoutError, OSError, TaskgymError)),
+    (SandboxPathError, (SandboxError, ConfigError, ValueError, TaskgymError)),
+    (SandboxFileError, (SandboxError, OSError, TaskgymError)),
     (VerifierError, (TaskgymError, RuntimeError)),
 ])
 def test_error_hierarchy(error, bases):

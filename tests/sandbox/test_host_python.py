@@ -168,7 +168,7 @@ def test_an_interpreter_inside_the_workspace_is_refused(
     from taskgym.errors import ConfigError
     from taskgym.sandbox.host_python import PythonView
 
-    monkeypatch.setattr("taskgym.sandbox.local.launch.host_python_view",
+    monkeypatch.setattr("taskgym.sandbox.local.command_line.host_python_view",
                         lambda: PythonView("/app/venv/bin/python3", ("/app/venv",), ()))
     with pytest.raises(ConfigError, match="keeps for itself"):
         local_backend.argv(SandboxSpec(host_python=True), 0, 0, 0, (0, 0))

@@ -7,8 +7,9 @@ tools, a verifier, and the oracle's actions. The base class owns the rest: task 
 parsing actions (never raising on bad input), budgets, and grading once the agent submits
 or runs out of steps or time.
 
-``step()`` never raises. A bad action, or a tool failing with a :class:`TaskgymError` or an
-``OSError``, is an error observation and the episode goes on. Any other exception (in a
+``step()`` never raises. A bad action, or a tool failing with a :class:`TaskgymError` (the
+backends raise only :class:`SandboxError` subclasses, never a bare ``OSError``), is an error
+observation and the episode goes on. Any other exception (in a
 tool, in the verifier, or while stopping the sandbox) is a crash: a bug of taskgym or of the
 env, not something the agent did. It ends the episode ungraded (``truncated=True``, reward
 0.0) with ``info["crash"]`` holding its type, message and traceback.
@@ -37,6 +38,7 @@ from taskgym.core.reward import RewardResult
 from taskgym.core.spaces import ToolCallSpace, UnicodeText
 from taskgym.core.task import FolderTaskSet, GeneratedTaskSet, Limits, Task, TaskSet, source_version
 from taskgym.core.tool import ActionError, Tool, ToolCall, ToolResult, parse_action
+from taskgym.core.workspace import task_image
 from taskgym.errors import ConfigError, MissingDependencyError, SandboxError, TaskgymError
 from taskgym.paths import envs_dir
 from taskgym.sandbox import (
@@ -50,7 +52,7 @@ from taskgym.sandbox import (
     get_backend,
 )
 from taskgym.sandbox.blocking import run_blocking
-from taskgym.sandbox.local.launch import resource_error
+from taskgym.sandbox.os_errors import resource_error
 
 if TYPE_CHECKING:
     from typing import Self
@@ -233,9 +235,9 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
                            image=self.container_image(task))
 
     def container_image(self, task: Task) -> str | None:
-        """A task folder's own ``environment/`` (when it has a Dockerfile), else :attr:`image`."""
-        own = task.path / "environment"
-        return str(own) if (own / "Dockerfile").is_file() else self.image
+        """The task folder's own Dockerfile folder, else Harbor's ``[environment] docker_image``,
+        else :attr:`image` (see :func:`~taskgym.core.workspace.task_image`)."""
+        return task_image(task, self.image)
 
     # -- helpers for domains ---------------------------------------------------------
     def resolve_tasks(self, tasks: TaskSet | str | Path | None) -> TaskSet:
@@ -416,8 +418,6 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         """A tool raised ``exc``: an error result for the agent, or a crash of taskgym."""
         if isinstance(exc, TaskgymError):
             return ToolResult(text=f"error: {exc}", error=str(exc))
-        if isinstance(exc, OSError):
-            return ToolResult(text=f"error: {exc.strerror or exc}", error=str(exc))
         # a bug, not the agent's doing: end the episode, say why
         return self._crash(exc, f"the {call.tool.name} tool", action, info)
 

@@ -7,7 +7,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["RewardResult"]
+from taskgym.errors import SandboxError
+from taskgym.sandbox.base import Session
+
+__all__ = ["RewardResult", "submitted_file"]
 
 
 class RewardResult(BaseModel):
@@ -32,6 +35,21 @@ class RewardResult(BaseModel):
         """A zero reward whose gate failed, with the reason."""
         return cls(score=0.0, success=False, gate=False, details={"reason": reason, **details})
 
+    @classmethod
+    def from_rewards(cls, rewards: Mapping[str, float], **details: Any) -> RewardResult:
+        """Harbor's reward file (``reward.txt`` or ``reward.json``): its ``reward`` key, or its
+        only key, is the score (clipped to [0, 1]); every key is a component."""
+        if "reward" in rewards:
+            raw = rewards["reward"]
+        elif len(rewards) == 1:
+            raw = next(iter(rewards.values()))
+        else:
+            return cls.failed(f"reward.json has several rewards ({', '.join(rewards)}) but no "
+                              "\"reward\" key to score by", **details)
+        score = min(1.0, max(0.0, raw))
+        return cls(score=score, success=score >= 1.0, components={**rewards, "reward": score},
+                   details=details)
+
     def summary(self) -> str:
         """One line for transcripts and tables."""
         parts = [f"score={self.score:.3f}", "success" if self.success else "failure"]
@@ -42,3 +60,15 @@ class RewardResult(BaseModel):
         if reason:
             parts.append(f"({reason})")
         return " ".join(parts)
+
+
+def submitted_file(session: Session, path: str, limit: int) -> bytes | RewardResult:
+    """The submitted file ``path`` of the session's workspace (at most ``limit`` bytes), or
+    the failed result that says why there is nothing to grade."""
+    try:
+        data = session.read_file(path, limit=limit + 1)
+    except (SandboxError, OSError, ValueError) as exc:
+        return RewardResult.failed(f"nothing to grade: {path} is missing ({exc})")
+    if len(data) > limit:
+        return RewardResult.failed(f"{path} is over the {limit}-byte bound of a submission")
+    return data

@@ -15,9 +15,6 @@ import abc
 import difflib
 import hashlib
 import logging
-import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -26,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from taskgym.core.task_layouts import folder_layout, read_folder, refusal
 from taskgym.errors import ConfigError, TaskNotFoundError
-from taskgym.paths import cache_dir
+from taskgym.paths import cache_dir, staging_for
 
 __all__ = [
     "FolderTaskSet",
@@ -242,17 +239,8 @@ class GeneratedTaskSet(TaskSet):
         dest = cache_dir() / "generated" / self.domain / f"{name}-{version}" / str(seed)
         if (dest / "instruction.md").is_file():
             return dest
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{seed}-", dir=dest.parent))
-        try:
-            self._gens[name](seed, tmp / "task")
-            try:
-                os.rename(tmp / "task", dest)
-            except OSError:  # another worker won the race: theirs is identical
-                if not (dest / "instruction.md").is_file():
-                    raise
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        with staging_for(dest) as staging:
+            self._gens[name](seed, staging)
         return dest
 
 

@@ -13,7 +13,7 @@ import stat
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from taskgym.errors import ConfigError, SandboxError
+from taskgym.errors import SandboxError, SandboxPathError
 from taskgym.sandbox._commands import encode_text
 
 if TYPE_CHECKING:
@@ -32,15 +32,15 @@ def relative_parts(path: str, workdir: str) -> list[str]:
         try:
             pure = pure.relative_to(workdir)
         except ValueError:
-            raise ConfigError(
+            raise SandboxPathError(
                 f"{path!r} is outside the workspace {workdir}; "
                 "file tools work inside it (use bash for other paths)"
             ) from None
     parts = [p for p in pure.parts if p not in ("", ".")]
     if any(p == ".." for p in parts):
-        raise ConfigError(f"{path!r} contains '..'; give a path inside the workspace")
+        raise SandboxPathError(f"{path!r} contains '..'; give a path inside the workspace")
     if not parts:
-        raise ConfigError(f"{path!r} names the workspace itself, not a file")
+        raise SandboxPathError(f"{path!r} names the workspace itself, not a file")
     return parts
 
 
@@ -57,7 +57,7 @@ def _open_dir(root_fd: int, parts: list[str], create: bool) -> int:
                 nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise ConfigError(f"{part!r} is a link or not a folder; refusing") from None
+                    raise SandboxPathError(f"{part!r} is a link or not a folder; refusing") from None
                 raise
             os.close(fd)
             fd = nxt
@@ -67,23 +67,36 @@ def _open_dir(root_fd: int, parts: list[str], create: bool) -> int:
         raise
 
 
-def read_file(root_fd: int, parts: list[str], limit: int) -> tuple[bytes, int]:
-    """Return up to ``limit`` bytes of a regular file and its full size."""
-    dfd = _open_dir(root_fd, parts[:-1], create=False)
+def _open_file(root_fd: int, parts: list[str], flags: int, mode: int, verb: str
+               ) -> tuple[int, os.stat_result]:
+    """Open the regular file ``parts`` below ``root_fd`` with ``flags`` (never through a link;
+    a folder is made along the way when ``O_CREAT`` is in ``flags``): its fd and its stat."""
+    dfd = _open_dir(root_fd, parts[:-1], create=bool(flags & os.O_CREAT))
     try:
         try:
-            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+            fd = os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode,
                          dir_fd=dfd)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                raise ConfigError(f"{parts[-1]!r} is a symbolic link; refusing to follow") from None
+                raise SandboxPathError(f"{parts[-1]!r} is a symbolic link; refusing to {verb}"
+                                       ) from None
             raise
     finally:
         os.close(dfd)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise ConfigError(f"{'/'.join(parts)!r} is not a regular file")
+            raise SandboxPathError(f"{'/'.join(parts)!r} is not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def read_file(root_fd: int, parts: list[str], limit: int) -> tuple[bytes, int]:
+    """Return up to ``limit`` bytes of a regular file and its full size."""
+    fd, st = _open_file(root_fd, parts, os.O_RDONLY, 0, "follow")
+    try:
         chunks: list[bytes] = []
         remaining = limit
         while remaining > 0:
@@ -99,24 +112,8 @@ def read_file(root_fd: int, parts: list[str], limit: int) -> tuple[bytes, int]:
 
 def write_file(root_fd: int, parts: list[str], data: bytes, mode: int) -> None:
     """Create or truncate a regular file (never through a link) and write ``data``."""
-    dfd = _open_dir(root_fd, parts[:-1], create=True)
+    fd, _st = _open_file(root_fd, parts, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode, "write")
     try:
-        try:
-            fd = os.open(
-                parts[-1],
-                os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-                mode,
-                dir_fd=dfd,
-            )
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise ConfigError(f"{parts[-1]!r} is a symbolic link; refusing to write") from None
-            raise
-    finally:
-        os.close(dfd)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ConfigError(f"{'/'.join(parts)!r} is not a regular file")
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]

@@ -14,12 +14,13 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from taskgym.errors import SandboxError
 from taskgym.sandbox.blocking import run_blocking
+from taskgym.sandbox.os_errors import guard_class
 
 if TYPE_CHECKING:
     from taskgym.sandbox.snapshot import SessionSnapshot
@@ -113,9 +114,21 @@ class Session(abc.ABC):
     """Whether :attr:`SandboxSpec.cpus` is enforced: a cgroup with the cpu controller, or
     the container's quota. The rlimit fallback has no CPU quota."""
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every backend's public methods raise :class:`SandboxError` subclasses, never a bare
+        ``OSError`` (:func:`~taskgym.sandbox.os_errors.guard`)."""
+        super().__init_subclass__(**kwargs)
+        guard_class(cls, ("exec", "aexec", "read_file", "write_file", "export_workspace", "stop",
+                          "usage", "close", "snapshot", "restore"))
+
     @abc.abstractmethod
     def exec(self, command: str, timeout: float | None = None) -> ExecResult:
-        """Run a shell command in the persistent shell (cwd and variables persist)."""
+        """Run a shell command in the persistent shell (cwd and variables persist).
+
+        A command that fails, times out or kills the shell is a result, not an error
+        (``exit_code``, ``timed_out``, ``restarted``). Raises :class:`SandboxError` when the
+        session is stopped or closed, or the host runs out of descriptors, processes or
+        memory; :class:`SandboxTextError` when ``command`` holds a NUL or a lone surrogate."""
 
     async def aexec(self, command: str, timeout: float | None = None) -> ExecResult:
         """:meth:`exec` for asyncio: the same result, awaited without blocking the loop.
@@ -137,27 +150,43 @@ class Session(abc.ABC):
 
     @abc.abstractmethod
     def read_file(self, path: str, limit: int | None = None) -> bytes:
-        """Read a regular file of the workspace; never follows a link or leaves it."""
+        """Read a regular file of the workspace (up to ``limit`` bytes); never follows a link
+        or leaves it.
+
+        Raises :class:`SandboxPathError` for a path it refuses (outside the workspace, ``..``,
+        through a link, not a regular file), :class:`SandboxFileError` when the file cannot be
+        read (no such file, no permission), :class:`SandboxTextError` for a NUL or lone
+        surrogate in ``path``, :class:`SandboxError` once the session is closed."""
 
     @abc.abstractmethod
     def write_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
-        """Create or replace a file of the workspace, making parent folders."""
+        """Create or replace a file of the workspace, making parent folders.
+
+        Raises as :meth:`read_file` does; :class:`SandboxFileError` also when the workspace
+        is full (its ``disk_mb`` cap)."""
 
     @abc.abstractmethod
     def export_workspace(self, dest: Path) -> None:
-        """Copy the workspace into ``dest`` (links copied as links, never followed)."""
+        """Copy the workspace into ``dest`` (links copied as links, never followed).
+
+        Raises :class:`SandboxFileError` when ``dest`` cannot be written (it exists, no
+        space, no permission), :class:`SandboxError` once the session is closed."""
 
     @abc.abstractmethod
     def stop(self) -> None:
-        """Kill every process of the sandbox; the workspace stays readable for export."""
+        """Kill every process of the sandbox; the workspace stays readable for export.
+
+        Raises :class:`SandboxError` only when the host fails to kill or reap them."""
 
     @abc.abstractmethod
     def usage(self) -> ResourceUsage:
-        """CPU time and peak memory used so far."""
+        """CPU time and peak memory used so far. Raises :class:`SandboxError` when the
+        accounting (cgroup or container stats) cannot be read."""
 
     @abc.abstractmethod
     def close(self) -> None:
-        """Release everything: processes, mounts, cgroups, temporary folders. Idempotent."""
+        """Release everything: processes, mounts, cgroups, temporary folders. Idempotent.
+        Raises :class:`SandboxError` only when the host fails to release them."""
 
     @property
     @abc.abstractmethod
@@ -202,9 +231,19 @@ class Backend(abc.ABC):
     def check(cls) -> str | None:
         """``None`` when usable here, else what is missing and how to install it."""
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """``start`` and ``run`` raise :class:`SandboxError` subclasses, never ``OSError``."""
+        super().__init_subclass__(**kwargs)
+        guard_class(cls, ("start", "run", "fork"))
+
     @abc.abstractmethod
     def start(self, spec: SandboxSpec, seed: Path | None = None) -> Session:
-        """Start a session whose workspace holds a copy of the folder ``seed``."""
+        """Start a session whose workspace holds a copy of the folder ``seed``.
+
+        Raises :class:`SandboxUnavailableError` when the backend cannot run here,
+        :class:`SandboxError` when the sandbox cannot be made (descriptors, processes or
+        memory run out: the message names the limit), :class:`SandboxFileError` when
+        ``seed`` cannot be copied in, :class:`ConfigError` for a spec it cannot honour."""
 
     def fork(self, snap: SessionSnapshot) -> Session:
         """Start a new session that holds what ``snap`` saved (``snap.spec``, its workspace
@@ -237,4 +276,5 @@ class Backend(abc.ABC):
 
         ``pass_fds`` are host file descriptors the command inherits under the same
         numbers: channels it reports through (grading results) that nothing else holds.
+        Raises as :meth:`start` does; the command failing or timing out is a result.
         """

@@ -1,7 +1,8 @@
-"""``bash``, ``read_file``, ``write_file`` and ``submit``, over the episode's sandbox."""
+"""``bash``, ``read_file``, ``write_file``, ``python`` and ``submit``, over the episode's sandbox."""
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -9,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from taskgym.core.tool import Tool, ToolResult, inline_async
 from taskgym.sandbox import ExecResult, Session
 
-__all__ = ["format_exec", "shell_tools", "submit_tool"]
+__all__ = ["format_exec", "python_tool", "shell_tools", "submit_tool"]
 
 READ_LIMIT = 200_000
 
@@ -32,6 +33,12 @@ class WriteFileArgs(BaseModel):
     path: str = Field(description="File path, relative to the workspace or absolute inside it.")
     content: str = Field(description="The whole new content of the file.")
     executable: bool = Field(default=False, description="Make the file executable.")
+
+
+class PythonArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    code: str = Field(description="Python 3 source; print what you want to see.")
+    timeout: float | None = Field(default=None, gt=0, le=600, description="Seconds allowed.")
 
 
 class SubmitArgs(BaseModel):
@@ -104,6 +111,19 @@ def shell_tools(session: Callable[[], Session], max_timeout: Callable[[], float]
 
 def _bash_result(result: ExecResult) -> ToolResult:
     return ToolResult(format_exec(result), info={"exit_code": result.exit_code})
+def python_tool(session: Callable[[], Session], max_timeout: Callable[[], float],
+                description: str) -> Tool:
+    """``python``: run a snippet with the sandbox's ``python3`` (stdin of a fresh process, so
+    nothing persists between calls); ``description`` says what the sandbox offers it."""
+
+    def python(args: PythonArgs) -> ToolResult:
+        limit = max_timeout()
+        timeout = min(args.timeout, limit) if args.timeout else limit
+        delimiter = "PY_" + secrets.token_hex(8)
+        return _bash_result(session().exec(f"python3 - <<'{delimiter}'\n{args.code}\n{delimiter}",
+                                           timeout=timeout))
+
+    return Tool("python", description, PythonArgs, python)
 
 
 def submit_tool(description: str = "Submit your work for grading; this ends the episode.",

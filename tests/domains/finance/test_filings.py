@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from taskgym.domains.finance.company import make_company
-from taskgym.domains.finance.content import debt_maturities
-from taskgym.domains.finance.documents import open_document
-from taskgym.domains.finance.tasks import build_filings
+from taskgym.domains.finance.generators import build_filings
+from taskgym.domains.finance.generators.company import make_company
+from taskgym.domains.finance.generators.content import debt_maturities
+from taskgym.tools.pdf import open_document
 
 SRC = Path(__file__).resolve().parents[3] / "src"
 
@@ -58,7 +58,7 @@ def test_printed_balance_sheet_balances(tmp_path: Path, seed: str) -> None:
 
 def test_the_same_seed_gives_the_same_pdfs_byte_for_byte_across_processes() -> None:
     here = build_filings("determinism-1")
-    code = ("import sys, hashlib; from taskgym.domains.finance.tasks import build_filings; "
+    code = ("import sys, hashlib; from taskgym.domains.finance.generators import build_filings; "
             "f = build_filings('determinism-1'); "
             "print(' '.join(hashlib.sha256(r.data).hexdigest() for _, r in f.documents.values()))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
@@ -113,7 +113,7 @@ def test_extract_tables_returns_whole_statement_rows_in_every_layout(tmp_path: P
 
 def test_a_second_process_reads_the_parsed_text_from_the_disk_cache(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from taskgym.domains.finance import documents
+    from taskgym.tools import pdf as documents
 
     filings = build_filings("cache-check", quarterly=False)
     name, rendered = filings.documents["annual"]

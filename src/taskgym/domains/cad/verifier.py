@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from taskgym.core.reward import RewardResult
-from taskgym.core.task import Task
+from taskgym.core.task import Task, source_version
 from taskgym.domains.cad.settings import reference_file, settings_of
 from taskgym.errors import ConfigError
+from taskgym.paths import read_cached, write_cached
 from taskgym.sandbox import Backend, SandboxSpec, scratch_dir
 from taskgym.sandbox.grading import run_grader
 
@@ -32,8 +33,8 @@ INSIDE_MOUNT = "/.cad"
 CHECK_PENALTY = 0.5
 """Each failed named check multiplies the score by this: a part with the right volume but a
 wrong size or wrong holes never collects the full reward."""
-_CHECKED: dict[tuple[str, str], str | None] = {}
-"""Reference checks already run in this process: (task folder, digest) -> fault or ``None``."""
+CHECKS_CACHE = "cad/reference-checks"
+"""Where reference checks are kept (under ``cache_dir()``), by :func:`_key`, for every process."""
 
 
 def grade_code(task: Task, code: bytes, backend: Backend) -> RewardResult:
@@ -50,7 +51,7 @@ def grade_code(task: Task, code: bytes, backend: Backend) -> RewardResult:
     if record is None:
         return RewardResult.failed("the grader ended without its report", log=log, **common)
     if record.get("reference_fault"):
-        _CHECKED[_key(task)] = str(record.get("reason"))
+        write_cached(CHECKS_CACHE, _key(task, backend), {"fault": str(record.get("reason"))})
     if not record.get("gate"):
         return RewardResult.failed(str(record.get("reason")), **common,
                                    properties=record.get("properties"),
@@ -77,25 +78,28 @@ def grade_code(task: Task, code: bytes, backend: Backend) -> RewardResult:
 def check_reference(task: Task, backend: Backend) -> None:
     """Raise :class:`ConfigError` when the task's reference is not one valid solid.
 
-    Builds the reference in a fresh grading sandbox, once per task folder and reference
-    content in this process.
+    Builds the reference in a fresh grading sandbox once per reference content, settings,
+    grader code and backend; the verdict is kept on disk, so a new process reads it.
     """
-    key = _key(task)
-    if key not in _CHECKED:
+    key = _key(task, backend)
+    verdict = read_cached(CHECKS_CACHE, key)
+    if not (isinstance(verdict, dict) and isinstance(verdict.get("fault", 0), str | None)):
         record, _, timed_out, log = _grade(task, backend, None)
-        if record is None:
+        if record is None:  # not kept: a timeout may pass on a less loaded machine
             raise ConfigError(f"{reference_file(task)}: the reference could not be built "
                               f"({'timed out' if timed_out else 'no report'}): {log[-1500:]}")
-        _CHECKED[key] = None if record.get("gate") else str(record.get("reason"))
-    fault = _CHECKED[key]
-    if fault is not None:
-        raise ConfigError(f"{reference_file(task)}: {fault}")
+        verdict = {"fault": None if record.get("gate") else str(record.get("reason"))}
+        write_cached(CHECKS_CACHE, key, verdict)
+    if verdict["fault"] is not None:
+        raise ConfigError(f"{reference_file(task)}: {verdict['fault']}")
 
 
-def _key(task: Task) -> tuple[str, str]:
-    reference = reference_file(task)
-    digest = hashlib.sha256(reference.read_bytes() + settings_of(task).units.encode()).hexdigest()
-    return str(task.path), digest
+def _key(task: Task, backend: Backend) -> str:
+    """The reference's bytes, the task's [cad] settings, the grader's code and the backend."""
+    digest = hashlib.sha256(reference_file(task).read_bytes())
+    digest.update(f"\0{settings_of(task).model_dump_json()}\0{backend.name}\0".encode())
+    digest.update(source_version(*sorted(INSIDE_DIR.glob("*.py"))).encode())
+    return digest.hexdigest()[:32]
 
 
 def _grade(task: Task, backend: Backend, code: bytes | None

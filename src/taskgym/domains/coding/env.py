@@ -3,102 +3,27 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from taskgym.core.env import TaskEnv
 from taskgym.core.reward import RewardResult
+from taskgym.core.solutions import oracle_plan, solution_mount
 from taskgym.core.task import Task
 from taskgym.core.task_layouts import step_dir
+from taskgym.core.task_steps import StepRun, prepare_step
 from taskgym.core.tool import Tool, ToolResult
-from taskgym.domains.coding.oracle import solution_actions, solution_mount
-from taskgym.domains.coding.steps import StepRun, prepare_step
+from taskgym.core.workspace import task_workspace
 from taskgym.domains.coding.verifier import verify_session
 from taskgym.errors import ConfigError, TaskgymError
-from taskgym.paths import cache_dir
-from taskgym.sandbox import Backend, SandboxSpec, Session
+from taskgym.sandbox import SandboxSpec, Session
 from taskgym.tools import shell_tools
 from taskgym.tools.shell import SubmitArgs
 
-__all__ = ["GENERATORS", "CodingEnv", "image_workspace", "prepare_workspace"]
+__all__ = ["GENERATORS", "CodingEnv"]
 
 ENV_ID = "coding-terminal-v0"
 GENERATORS = ("mutation", "spec", "wrangling")
-
-
-def prepare_workspace(task: Task, backend: Backend) -> Path | None:
-    """The task's start state: ``environment/files``, after ``environment/setup.sh`` if any.
-
-    A setup script runs once, in a sandbox like the agent's; its result is cached by a
-    hash of the environment folder.
-    """
-    environment = task.path / "environment"
-    files = environment / "files"
-    setup = environment / "setup.sh"
-    if not setup.is_file():
-        return files if files.is_dir() else None
-    digest = hashlib.sha256()
-    for path in sorted(environment.rglob("*")):
-        if path.is_file():
-            digest.update(str(path.relative_to(environment)).encode() + b"\0" + path.read_bytes())
-    dest = cache_dir() / "prepared" / digest.hexdigest()[:24]
-    if dest.is_dir():
-        return dest
-    spec = SandboxSpec(ro_binds={str(environment): "/.setup"}, memory_mb=task.limits.memory_mb)
-    with backend.start(spec, files if files.is_dir() else None) as session:
-        result = session.exec("bash /.setup/setup.sh", timeout=600)
-        if result.exit_code != 0:
-            raise ConfigError(f"{setup} failed with exit code {result.exit_code}:\n"
-                              f"{result.stderr[-2000:] or result.stdout[-2000:]}")
-        session.stop()
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".prep-"))
-        try:
-            session.export_workspace(tmp / "ws")
-            _publish(tmp / "ws", dest)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return dest
-
-
-def _publish(folder: Path, dest: Path) -> None:
-    """Move a finished folder into the cache (another worker may have put an identical one there)."""
-    try:
-        os.rename(folder, dest)
-    except OSError:
-        if not dest.is_dir():
-            raise
-
-
-def image_workspace(backend: Backend, spec: SandboxSpec, seed: Path | None) -> Path:
-    """The ``/app`` of the docker image of ``spec`` with ``seed`` copied over it, cached by
-    image id and the content of ``seed``."""
-    from taskgym.sandbox.docker import DockerBackend
-    from taskgym.sandbox.docker.images import export_image_dir, folder_hash
-
-    assert isinstance(backend, DockerBackend)
-    tag = backend.image(spec)
-    image_id = backend.client.images.get(tag).id.removeprefix("sha256:")[:24]
-    seed_hash = folder_hash(seed) if seed is not None else "-"
-    key = hashlib.sha256(f"{image_id}\0{seed_hash}".encode()).hexdigest()[:24]
-    dest = cache_dir() / "image-workspaces" / key
-    if dest.is_dir():
-        return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".img-"))
-    try:
-        if not export_image_dir(backend.client, tag, spec.workdir, tmp / "ws"):
-            (tmp / "ws").mkdir()
-        if seed is not None:
-            shutil.copytree(seed, tmp / "ws", symlinks=True, dirs_exist_ok=True)
-        _publish(tmp / "ws", dest)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return dest
 
 
 class CodingEnv(TaskEnv):
@@ -127,7 +52,7 @@ class CodingEnv(TaskEnv):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[dict[str, str], dict[str, Any]]:
         """As :meth:`TaskEnv.reset`; a multi-step task starts at its first step (its files
-        copied in and its setup run; see :mod:`taskgym.domains.coding.steps`)."""
+        copied in and its setup run; see :mod:`taskgym.core.task_steps`)."""
         obs, info = super().reset(seed=seed, options=options)
         assert self.task is not None
         self._step_run = None
@@ -175,14 +100,7 @@ class CodingEnv(TaskEnv):
                           info={"step_name": run.name, "step_reward": result.score})
 
     def workspace_seed(self, task: Task) -> Path | None:
-        """:func:`prepare_workspace`; on the docker backend, a task image's own ``/app`` (what
-        its Dockerfile put there: taskgym's workspace is a fresh folder over it) comes first,
-        with ``environment/files`` copied over it."""
-        seed = prepare_workspace(task, self.backend)
-        image = self.container_image(task)
-        if self.backend.name != "docker" or image is None or image == self.image:
-            return seed
-        return image_workspace(self.backend, self.sandbox_spec(task), seed)
+        return task_workspace(task, self.backend, self.sandbox_spec(task), self.image)
 
     def verify(self, task: Task, session: Session) -> RewardResult:
         run = self._step_run
@@ -200,20 +118,6 @@ class CodingEnv(TaskEnv):
         return spec.model_copy(update={"writable_dirs": (*spec.writable_dirs,
                                                          solution_mount(task))})
 
-    def container_image(self, task: Task) -> str | None:
-        """The task's own Dockerfile folder (``environment/``, or the top of a Terminal-Bench 1
-        folder), else Harbor's ``[environment] docker_image``, else :attr:`image`."""
-        own = task.path if task.layout == "terminal-bench-1" else task.path / "environment"
-        if (own / "Dockerfile").is_file():
-            return str(own)
-        environment = task.config.get("environment", {})
-        named = environment.get("docker_image") if isinstance(environment, dict) else None
-        return named if isinstance(named, str) and named else self.image
-
     def oracle_actions(self, task: Task) -> list[dict[str, Any]]:
-        timeout = self.limits(task).command_timeout_sec
-        submit = {"tool": "submit", "args": {}}
-        if task.steps:
-            return [action for step in task.steps
-                    for action in [*solution_actions(task, timeout, step), submit]]
-        return [*solution_actions(task, timeout), submit]
+        return oracle_plan(task, self.limits(task).command_timeout_sec,
+                           {"tool": "submit", "args": {}})

@@ -11,13 +11,12 @@ agent never had a way to see.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
 from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task
-from taskgym.core.task_layouts import step_dir
+from taskgym.core.task_steps import copy_tests
 from taskgym.errors import ConfigError
 from taskgym.sandbox import Backend, SandboxSpec, Session, scratch_dir
 from taskgym.sandbox.grading import run_grader
@@ -83,16 +82,7 @@ def grade_workspace(task: Task, workspace: Path, backend: Backend,
     with scratch_dir() as staging:
         tests = task.path / "tests"
         if mode != "pytest":  # the runner copies these into a writable /tests
-            tests = Path(staging) / "tests"
-            if (task.path / "tests").is_dir():
-                shutil.copytree(task.path / "tests", tests, symlinks=True)
-            else:
-                tests.mkdir()
-            if mode == "tb1":
-                shutil.copy2(task.path / "run-tests.sh", tests / "run-tests.sh")
-            if step is not None and (step_dir(task.path, step) / "tests").is_dir():
-                shutil.copytree(step_dir(task.path, step) / "tests", tests, symlinks=True,
-                                dirs_exist_ok=True)
+            tests = copy_tests(task, Path(staging) / "tests", step)
         return _run_grader(task, mode, tests, workspace, backend, image)
 
 
@@ -135,18 +125,8 @@ def _score_rewards(final: dict[str, Any], common: dict[str, Any]) -> RewardResul
     rewards = final.get("rewards")
     if not isinstance(rewards, dict):
         return RewardResult.failed(str(final.get("problem") or "no reward file"), **common)
-    values = {str(k): float(v) for k, v in rewards.items()}
-    if "reward" in values:
-        raw = values["reward"]
-    elif len(values) == 1:
-        raw = next(iter(values.values()))
-    else:
-        return RewardResult.failed(f"reward.json has several rewards ({', '.join(values)}) "
-                                   "but no \"reward\" key to score by", **common)
-    score = min(1.0, max(0.0, raw))
-    components = {**values, "reward": score}
-    return RewardResult(score=score, success=score >= 1.0, components=components,
-                        details={**common, "exit_status": final.get("exit")})
+    return RewardResult.from_rewards({str(k): float(v) for k, v in rewards.items()},
+                                     **common, exit_status=final.get("exit"))
 
 
 def _score_summary(final: dict[str, Any], common: dict[str, Any]) -> RewardResult:

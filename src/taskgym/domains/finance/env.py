@@ -9,10 +9,6 @@ the answer never enters the sandbox.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +17,10 @@ from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task
 from taskgym.core.tool import Tool
 from taskgym.domains.finance.answers import GoldAnswer, grade
-from taskgym.domains.finance.tasks import GENERATORS
+from taskgym.domains.finance.generators import GENERATORS
 from taskgym.domains.finance.tools import Submission, finance_tools
 from taskgym.errors import ConfigError
-from taskgym.paths import cache_dir
+from taskgym.paths import linked_folder
 from taskgym.sandbox import SandboxSpec, Session
 
 __all__ = ["FinanceEnv", "documents_of", "load_gold"]
@@ -63,36 +59,6 @@ def documents_of(task: Task) -> list[Path]:
     return paths
 
 
-def _seed_folder(task: Task, documents: list[Path]) -> Path:
-    """A folder holding ``environment/files`` and the task's library documents, to copy into
-    the sandbox: in the cache, keyed by the files' contents, linked rather than copied."""
-    files = task.path / "environment" / "files"
-    own = sorted(p for p in files.rglob("*") if p.is_file()) if files.is_dir() else []
-    entries = [(p.relative_to(files).as_posix(), p) for p in own]
-    entries += [(p.name, p) for p in documents if not p.is_relative_to(files)]
-    key = hashlib.sha256()
-    for name, path in entries:
-        stat = path.stat()
-        key.update(f"{name}\0{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
-    folder = cache_dir() / "finance" / "seeds" / key.hexdigest()[:32]
-    if folder.is_dir():
-        return folder
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".tmp-"))
-    for name, path in entries:
-        target = staging / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.link(path, target)
-        except OSError:  # another file system, or links not allowed
-            shutil.copy2(path, target)
-    try:
-        os.rename(staging, folder)
-    except OSError:  # another process made it first
-        shutil.rmtree(staging, ignore_errors=True)
-    return folder
-
-
 class FinanceEnv(TaskEnv):
     """Questions about financial PDFs; normalised numbers decide.
 
@@ -106,7 +72,7 @@ class FinanceEnv(TaskEnv):
 
     curated = f"{ENV_ID}/tasks"
     generators = GENERATORS
-    generate = "taskgym.domains.finance.tasks:generate"
+    generate = "taskgym.domains.finance.generators:generate"
     generated_size = 120
     requires = ("pypdfium2", "pdfplumber", "rank_bm25")
     extra = "pdf"
@@ -139,7 +105,11 @@ class FinanceEnv(TaskEnv):
         files = task.path / "environment" / "files"
         if all(p.is_relative_to(files) for p in documents):
             return files
-        return _seed_folder(task, documents)
+        # environment/files and the library's documents, linked into one cached folder
+        own = sorted(p for p in files.rglob("*") if p.is_file()) if files.is_dir() else []
+        entries = [(p.relative_to(files).as_posix(), p) for p in own]
+        entries += [(p.name, p) for p in documents if not p.is_relative_to(files)]
+        return linked_folder("finance/seeds", entries)
 
     def verify(self, task: Task, session: Session) -> RewardResult:
         gold = load_gold(task)

@@ -14,7 +14,7 @@ from taskgym.core.env import TaskEnv
 from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task
 from taskgym.core.tool import Tool, ToolResult
-from taskgym.domains.game.families import FAMILIES
+from taskgym.domains.game.generators import FAMILIES
 from taskgym.domains.game.verifier import ENGINE, INSIDE_DIR, INSIDE_MOUNT, grade_project
 from taskgym.errors import MissingDependencyError
 from taskgym.sandbox import SandboxSpec, Session
@@ -75,7 +75,7 @@ class GameEnv(TaskEnv):
     image = "taskgym/game-godot-v0"
     curated = "game-godot-v0/tasks"
     generators = FAMILIES
-    generate = "taskgym.domains.game.families:generate"
+    generate = "taskgym.domains.game.generators:generate"
     extra = "game"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

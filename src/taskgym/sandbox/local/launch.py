@@ -1,10 +1,10 @@
-"""Starting bubblewrap sandboxes: the command line, limits entered before anything runs,
-one-shot runs (grading), and the process tree of a started sandbox."""
+"""Starting bubblewrap sandboxes: limits entered before anything runs, one-shot runs
+(grading), and the process tree of a started sandbox (its command line is built by
+:mod:`taskgym.sandbox.local.command_line`)."""
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import resource
@@ -12,7 +12,6 @@ import select
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 import warnings
@@ -20,11 +19,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from taskgym.errors import ConfigError, SandboxError, SandboxUnavailableError
+from taskgym.errors import SandboxError, SandboxUnavailableError
 from taskgym.sandbox._cgroups import CgroupLimits, rlimit_fallback
 from taskgym.sandbox._commands import (
-    CONTROL_DIR,
-    CONTROL_MB,
     STATUS_FD,
     encode_text,
     output_cap_note,
@@ -32,14 +29,15 @@ from taskgym.sandbox._commands import (
 from taskgym.sandbox._seccomp import seccomp_program
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec
 from taskgym.sandbox.cleanup import reap_once, session_name
-from taskgym.sandbox.host_python import host_python_view
+from taskgym.sandbox.local.command_line import bwrap_argv, etc_files, memfd
+from taskgym.sandbox.os_errors import resource_error
 from taskgym.sandbox.output import decode_capped
-from taskgym.sandbox.procs import SANDBOX_UID, start_tick, wait_gone
+from taskgym.sandbox.procs import start_tick, wait_gone
 
 if TYPE_CHECKING:
     from taskgym.sandbox.local.session import LocalSession
 
-__all__ = ["Launched", "LocalBackend", "etc_files", "raise_open_files_limit", "resource_error"]
+__all__ = ["Launched", "LocalBackend", "raise_open_files_limit"]
 
 _INSTALL_HINT = (
     "bubblewrap is not installed. Install it with `sudo apt-get install bubblewrap` "
@@ -48,47 +46,6 @@ _INSTALL_HINT = (
 )
 
 _SHARED_LOCK = threading.Lock()
-
-_PASSWD = "root:x:0:0:root:/root:/usr/sbin/nologin\nagent:x:1000:1000:agent:/tmp:/bin/bash\n"
-
-_GROUP = "root:x:0:\nagent:x:1000:\n"
-
-_ETC_FILES = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime")
-
-def _base_env(spec: SandboxSpec) -> dict[str, str]:
-    path = "/usr/bin:/bin"
-    if spec.host_python:
-        path = f"{Path(sys.executable).parent}:{path}"
-    env = {
-        "PATH": path,
-        "HOME": "/tmp",
-        "USER": "agent",
-        "LOGNAME": "agent",
-        "SHELL": "/bin/bash",
-        "LANG": "C.UTF-8",
-        "TERM": "dumb",
-    }
-    env.update(spec.env)
-    return env
-
-def _host_python_args(spec: SandboxSpec) -> list[str]:
-    """Binds of the host's Python view (after the sandbox's own tmpfs folders, so that an
-    interpreter under /tmp stays visible) and the empty folders over taskgym's material."""
-    if not spec.host_python:
-        return []
-    view = host_python_view()
-    own = ("/proc", "/dev", CONTROL_DIR, spec.workdir, *spec.writable_dirs)
-    clash = [path for path in view.binds for top in own
-             if path == top or path.startswith(top.rstrip("/") + "/")]
-    if clash:
-        raise ConfigError(f"the Python running taskgym lies in {clash[0]}, which the sandbox "
-                          "keeps for itself; run taskgym from an interpreter installed elsewhere")
-    args: list[str] = []
-    for path in view.binds:
-        args += ["--ro-bind", path, path]
-    for path in view.hidden:
-        args += ["--tmpfs", path, "--remount-ro", path]
-    return args
 
 class LocalBackend(Backend):
     """Sandboxes made with bubblewrap on this machine; see the module docstring."""
@@ -147,46 +104,8 @@ class LocalBackend(Backend):
 
     def argv(self, spec: SandboxSpec, info_fd: int, block_fd: int, seccomp_fd: int,
              etc_fds: tuple[int, int]) -> list[str]:
-        """The bwrap command line for ``spec`` (no command yet); ``etc_fds`` hold the sandbox's
-        ``/etc/passwd`` and ``/etc/group`` (:func:`etc_files`)."""
-        if not spec.workdir.startswith("/") or spec.workdir in ("/", "/usr", "/tmp", "/proc"):
-            raise ConfigError(f"workdir must be a fresh absolute path, not {spec.workdir!r}")
-        args = [self._bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--hostname", "sandbox",
-                "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
-                "--new-session", "--die-with-parent", "--cap-drop", "ALL", "--clearenv",
-                "--ro-bind", "/usr", "/usr", "--tmpfs", "/usr/local"]
-        for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-            host = Path("/") / top
-            if host.is_symlink():
-                args += ["--symlink", os.readlink(host), f"/{top}"]
-            elif host.is_dir():
-                args += ["--ro-bind", str(host), f"/{top}"]
-        for name in _ETC_FILES:
-            args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-        # copied into the sandbox's root, not bound: a bind's host path shows in mountinfo
-        args += ["--perms", "0644", "--file", str(etc_fds[0]), "/etc/passwd",
-                 "--perms", "0644", "--file", str(etc_fds[1]), "/etc/group",
-                 "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys",
-                 "--dev", "/dev", "--size", str(64 << 20), "--tmpfs", "/dev/shm",
-                 "--remount-ro", "/dev",
-                 "--size", str(spec.tmp_mb << 20), "--tmpfs", "/tmp",
-                 "--size", str(spec.disk_mb << 20), "--tmpfs", spec.workdir,
-                 "--size", str(CONTROL_MB << 20), "--tmpfs", CONTROL_DIR,
-                 "--size", str(spec.stream_limit_bytes), "--tmpfs", f"{CONTROL_DIR}/o",
-                 "--size", str(spec.stream_limit_bytes), "--tmpfs", f"{CONTROL_DIR}/e"]
-        for path in spec.writable_dirs:
-            args += ["--size", str(spec.tmp_mb << 20), "--tmpfs", path]
-        args += _host_python_args(spec) + ["--remount-ro", "/usr/local"]
-        for host_path, inside in spec.ro_binds.items():
-            if not Path(host_path).exists():
-                raise ConfigError(f"read-only bind source {host_path} does not exist")
-            args += ["--ro-bind", host_path, inside]
-        args += ["--remount-ro", "/", "--chdir", spec.workdir]
-        for key, value in _base_env(spec).items():
-            args += ["--setenv", key, value]
-        args += ["--info-fd", str(info_fd), "--block-fd", str(block_fd),
-                 "--seccomp", str(seccomp_fd)]
-        return args
+        """The bwrap command line for ``spec`` (:func:`~.command_line.bwrap_argv`)."""
+        return bwrap_argv(self._bwrap, spec, info_fd, block_fd, seccomp_fd, etc_fds)
 
     def launch(
         self, spec: SandboxSpec, command: list[str], pass_fds: Sequence[int] = (),
@@ -207,7 +126,7 @@ class LocalBackend(Backend):
             etc = etc_files()
             opened += etc
             bwrap, *options = self.argv(spec, info_w, block_r, seccomp_r, etc)
-            args_fd = _memfd(b"".join(encode_text(option, "a sandbox option") + b"\0"
+            args_fd = memfd(b"".join(encode_text(option, "a sandbox option") + b"\0"
                                       for option in options))
         except BaseException as exc:
             for fd in opened:
@@ -368,45 +287,6 @@ def raise_open_files_limit() -> int:
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, target), hard))
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-
-def resource_error(what: str, exc: OSError) -> SandboxError:
-    """A :class:`SandboxError` for an ``OSError``, saying which limit was hit and what to do."""
-    if exc.errno == errno.EMFILE:
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        return SandboxError(
-            f"{what}: this process has no file descriptor left (RLIMIT_NOFILE {soft}, hard limit "
-            f"{hard}; taskgym raised the soft limit to the hard one; each session holds about "
-            "10). Close sessions you no longer use, or raise the hard limit before starting "
-            "Python (`ulimit -Hn` as root, LimitNOFILE= of a systemd unit, "
-            "/etc/security/limits.conf, docker run --ulimit nofile=...).")
-    if exc.errno == errno.ENFILE:
-        return SandboxError(f"{what}: the system's file table is full (fs.file-max): {exc}")
-    if exc.errno in (errno.EAGAIN, errno.ENOMEM):
-        return SandboxError(f"{what}: out of processes or memory (RLIMIT_NPROC, pids limit or "
-                            f"memory): {exc}")
-    return SandboxError(f"{what}: {exc}")
-
-def etc_files() -> tuple[int, int]:
-    """Descriptors holding the sandbox's ``/etc/passwd`` and ``/etc/group`` (for ``argv``)."""
-    passwd = _memfd(_PASSWD.encode())
-    try:
-        return passwd, _memfd(_GROUP.encode())
-    except BaseException:
-        os.close(passwd)
-        raise
-
-def _memfd(data: bytes) -> int:
-    """A close-on-exec descriptor holding ``data``, from its start (what bwrap reads)."""
-    fd = os.memfd_create("taskgym-bwrap", os.MFD_CLOEXEC)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.lseek(fd, 0, os.SEEK_SET)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
 
 def _read_info(fd: int, proc: subprocess.Popen[bytes]) -> dict[str, object]:
     buf = b""

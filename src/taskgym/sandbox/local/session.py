@@ -36,7 +36,8 @@ from taskgym.sandbox._commands import (
 from taskgym.sandbox.base import CONCURRENT_AEXEC, ExecResult, ResourceUsage, SandboxSpec, Session
 from taskgym.sandbox.blocking import submit_blocking
 from taskgym.sandbox.cleanup import runtime_root
-from taskgym.sandbox.local.launch import Launched, LocalBackend, resource_error
+from taskgym.sandbox.local.launch import Launched, LocalBackend
+from taskgym.sandbox.os_errors import resource_error
 from taskgym.sandbox.output import join_cut
 from taskgym.sandbox.procs import children, sandbox_processes, ticks_at
 from taskgym.sandbox.snapshot import SnapshotSupport

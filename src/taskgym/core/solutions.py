@@ -1,4 +1,5 @@
-"""The oracle's actions for a coding task: its reference solution, laid out as its harness does.
+"""The oracle's actions for a Harbor or Terminal-Bench task: its reference solution, laid out as
+its harness does.
 
 * Harbor (``solution/``): the whole folder is uploaded to ``/solution`` and
   ``/solution/solve.sh`` runs from the workspace ``/app`` (Harbor's OracleAgent uploads the
@@ -25,7 +26,7 @@ from taskgym.core.task import Task
 from taskgym.core.task_layouts import step_dir
 from taskgym.errors import ConfigError
 
-__all__ = ["CHUNK", "solution_actions", "solution_mount"]
+__all__ = ["CHUNK", "oracle_plan", "solution_actions", "solution_mount"]
 
 CHUNK = 1 << 19
 """Base64 characters per upload command (an action's arguments hold at most 1,000,000)."""
@@ -72,6 +73,15 @@ def solution_actions(task: Task, timeout: float, step: str | None = None) -> lis
                      f"&& (cd /app && {run})")
     return [{"tool": "bash", "args": {"command": command, "timeout": timeout}}
             for command in commands]
+
+
+def oracle_plan(task: Task, timeout: float, submit: dict[str, Any]) -> list[dict[str, Any]]:
+    """The oracle's whole episode: the reference solution, then the ``submit`` action; for a
+    multi-step task, each step's solution followed by ``submit``."""
+    if task.steps:
+        return [action for step in task.steps
+                for action in [*solution_actions(task, timeout, step), submit]]
+    return [*solution_actions(task, timeout), submit]
 
 
 def _tar(files: dict[str, Path]) -> bytes:

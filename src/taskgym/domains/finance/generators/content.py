@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import random
 
-from taskgym.domains.finance.company import Company, Year
-from taskgym.domains.finance.render import (
+from taskgym.domains.finance.generators.company import Company, Year
+from taskgym.domains.finance.generators.render import (
     Block,
     Chart,
     Document,

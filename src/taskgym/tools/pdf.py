@@ -1,4 +1,4 @@
-"""Trusted task PDFs, parsed once and shared by every episode and worker.
+"""Trusted PDFs (a task's documents), parsed once and shared by every episode and worker.
 
 A document is keyed by the SHA-256 of its bytes. The first open extracts every page's
 text with pypdfium2 (about 3 ms a page) into ``cache_dir()/pdf/<digest>/text.json``, which
@@ -13,18 +13,16 @@ import atexit
 import hashlib
 import io
 import json
-import os
 import re
-import tempfile
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from taskgym.domains.finance.layout import Line, layout_text, page_lines, run_tables, whole_table
 from taskgym.errors import ConfigError, MissingDependencyError
-from taskgym.paths import cache_dir
+from taskgym.paths import cache_dir, write_atomic
+from taskgym.tools.pdf_layout import Line, layout_text, page_lines, run_tables, whole_table
 
 __all__ = ["Hit", "PdfDocument", "close_documents", "open_document"]
 
@@ -45,7 +43,7 @@ def _pdfium() -> Any:
         import pypdfium2
     except ImportError as exc:
         raise MissingDependencyError(
-            "the finance tools need pypdfium2: pip install 'taskgym[pdf]'") from exc
+            "the PDF tools need pypdfium2: pip install 'taskgym[pdf]'") from exc
     if not _closes_at_exit:  # registered after pypdfium2's own exit hook, so it runs first
         atexit.register(close_documents)
         _closes_at_exit = True
@@ -53,11 +51,11 @@ def _pdfium() -> Any:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    os.replace(tmp, path)
+    try:
+        write_atomic(path, data)
+    except OSError as exc:
+        raise ConfigError(f"cannot write taskgym's cache file {path}: {exc.strerror or exc}; "
+                          "free space there or set TASKGYM_CACHE to a writable folder") from exc
 
 
 def _digest(path: Path) -> str:
@@ -252,7 +250,11 @@ class PdfDocument:
             except ImportError as exc:
                 raise MissingDependencyError(
                     "extract_tables needs pdfplumber: pip install 'taskgym[pdf]'") from exc
-            self._plumber = pdfplumber.open(self.path)
+            try:
+                self._plumber = pdfplumber.open(self.path)
+            except OSError as exc:
+                raise ConfigError(f"cannot read the document {self.path}: "
+                                  f"{exc.strerror or exc}") from exc
         tables = [[[" ".join((cell or "").split()) for cell in row] for row in table]
                   for table in self._plumber.pages[page - 1].extract_tables()]
         if not tables or not all(whole_table(table) for table in tables):

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from taskgym.domains.finance.answers import GoldAnswer
-from taskgym.domains.finance.company import Company
-from taskgym.domains.finance.content import debt_maturities, eps, regions
+from taskgym.domains.finance.generators.company import Company
+from taskgym.domains.finance.generators.content import debt_maturities, eps, regions
 
 __all__ = ["FAMILIES", "Question", "all_questions"]
 

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from taskgym.domains.finance.answers import Evidence, GoldAnswer
-from taskgym.domains.finance.company import Company, make_company
-from taskgym.domains.finance.content import annual_report, quarterly_report, style_for
-from taskgym.domains.finance.questions import ANNUAL, FAMILIES, QUARTERLY, Question, all_questions
-from taskgym.domains.finance.render import Rendered, render
+from taskgym.domains.finance.generators.company import Company, make_company
+from taskgym.domains.finance.generators.content import annual_report, quarterly_report, style_for
+from taskgym.domains.finance.generators.questions import ANNUAL, FAMILIES, QUARTERLY, Question, all_questions
+from taskgym.domains.finance.generators.render import Rendered, render
 
 __all__ = ["GENERATORS", "HOW_TO_ANSWER", "Filings", "build_curated", "build_filings", "generate",
            "write_task"]

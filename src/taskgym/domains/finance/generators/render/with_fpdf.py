@@ -7,7 +7,7 @@ import datetime as dt
 from fpdf import FPDF
 from fpdf.fonts import FontFace
 
-from taskgym.domains.finance.render.model import (
+from taskgym.domains.finance.generators.render.model import (
     Chart,
     Document,
     Heading,

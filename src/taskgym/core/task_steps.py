@@ -15,15 +15,17 @@ scores 0 here: otherwise ending early after a good first step would pay.
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task
-from taskgym.core.task_layouts import step_dir
+from taskgym.core.task_layouts import TERMINAL_BENCH_1, step_dir
 from taskgym.sandbox import Session
 
-__all__ = ["StepRun", "prepare_step"]
+__all__ = ["StepRun", "copy_tests", "prepare_step"]
 
 
 @dataclass
@@ -91,6 +93,22 @@ def prepare_step(task: Task, name: str, session: Session, timeout: float) -> str
         return (f"step {name!r}: setup.sh exited with code {result.exit_code}: "
                 f"{(result.stderr or result.stdout)[-1000:]}")
     return None
+
+
+def copy_tests(task: Task, dest: Path, step: str | None = None) -> Path:
+    """``task``'s hidden tests as its harness lays them out for a grader, copied to ``dest``:
+    ``tests/`` (with Terminal-Bench 1's ``run-tests.sh``), and for ``step`` of a multi-step
+    task ``steps/<step>/tests/`` copied over it, as in Harbor."""
+    if (task.path / "tests").is_dir():
+        shutil.copytree(task.path / "tests", dest, symlinks=True)
+    else:
+        dest.mkdir()
+    if task.layout == TERMINAL_BENCH_1:
+        shutil.copy2(task.path / "run-tests.sh", dest / "run-tests.sh")
+    if step is not None and (step_dir(task.path, step) / "tests").is_dir():
+        shutil.copytree(step_dir(task.path, step) / "tests", dest, symlinks=True,
+                        dirs_exist_ok=True)
+    return dest
 
 
 def _step_config(task: Task, index: int) -> dict[str, Any]:

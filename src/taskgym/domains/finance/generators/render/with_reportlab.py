@@ -24,7 +24,7 @@ from reportlab.platypus import Paragraph as RLParagraph
 from reportlab.platypus import Table as RLTable
 from reportlab.platypus import TableStyle as RLTableStyle
 
-from taskgym.domains.finance.render.model import (
+from taskgym.domains.finance.generators.render.model import (
     Chart,
     Document,
     Heading,

@@ -5,7 +5,7 @@ paragraphs, tables, bar charts); :func:`render` lays them out with the producer 
 the document names and returns the PDF bytes with the page each keyed block landed on.
 """
 
-from taskgym.domains.finance.render.model import (
+from taskgym.domains.finance.generators.render.model import (
     Block,
     Chart,
     Document,

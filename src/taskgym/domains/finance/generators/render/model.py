@@ -88,9 +88,9 @@ def render(document: Document) -> Rendered:
     """Lay ``document`` out with its style's producer; same document, same bytes."""
     try:
         if document.style.producer == "reportlab":
-            from taskgym.domains.finance.render.with_reportlab import render_reportlab as run
+            from taskgym.domains.finance.generators.render.with_reportlab import render_reportlab as run
         else:
-            from taskgym.domains.finance.render.with_fpdf import render_fpdf as run
+            from taskgym.domains.finance.generators.render.with_fpdf import render_fpdf as run
     except ImportError as exc:
         raise MissingDependencyError(
             f"rendering filings needs {exc.name}: pip install 'taskgym[pdf]'") from exc
