@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
-import secrets
-import shlex
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,6 +16,7 @@ from taskgym.domains.cad.verifier import INSIDE_DIR, INSIDE_MOUNT, check_referen
 from taskgym.sandbox import SandboxSpec, Session
 from taskgym.tools import shell_tools
 from taskgym.tools.view import VIEW_BINDS
+from taskgym.tools.worker import WarmWorker
 
 __all__ = ["PART_FILE", "CadEnv"]
 
@@ -30,11 +26,6 @@ PART_FILE = "part.py"
 MIN_MEMORY_MB = 2048
 WORKER_START_SEC = 180.0
 PART_LIMIT = 1 << 20
-KEY_FILE = ".cad-key"
-"""Where the worker leaves its key at reset (read and deleted before the agent acts)."""
-KEY_BYTES = 32
-REPLY_TAG = "TASKGYM-CAD"
-REPLY_LIMIT = 1 << 16
 RENDER_LIMIT = 8 << 20
 WORKER_GONE = ("the CadQuery worker is not running (it was stopped, for instance by a kill, "
                "or the sandbox restarted): run_cadquery, render and measure are unavailable "
@@ -80,29 +71,6 @@ class SubmitCodeArgs(BaseModel):
         "Final CadQuery code (saved as /app/part.py first); omit to submit /app/part.py."))
 
 
-class WorkerReply(BaseModel):
-    """The shape of a worker's answer; anything else is not an answer."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-    ok: bool
-    text: str = Field(max_length=REPLY_LIMIT)
-    png: str | None = Field(default=None, max_length=200)
-    timing: dict[str, float] | None = None
-
-
-def _verified(key: bytes, request: str, answer: str) -> dict[str, Any] | None:
-    """The reply in ``answer`` (``<mac> <json>``) if the mac under ``key`` covers
-    ``request`` and that reply and the reply is well formed; else ``None``."""
-    mac, _, body = answer.partition(" ")
-    expected = hmac.new(key, request.encode() + b"\n" + body.encode(), hashlib.sha256).hexdigest()
-    if not hmac.compare_digest(mac.encode(), expected.encode()):
-        return None
-    try:
-        return WorkerReply.model_validate_json(body).model_dump(exclude_none=True)
-    except ValueError:
-        return None
-
-
 class CadEnv(TaskEnv):
     """CadQuery in a sandbox with a warm worker; ``submit`` compares the part with a hidden one.
 
@@ -121,7 +89,8 @@ class CadEnv(TaskEnv):
     extra = "cad"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._worker_key: bytes | None = None
+        self._worker = WarmWorker(f"{INSIDE_MOUNT}/worker.py", "/tmp/.taskgym-cad", ".cad-key",
+                                  "TASKGYM-CAD", WORKER_GONE, WORKER_START_SEC)
         super().__init__(*args, **kwargs)
 
     def sandbox_spec(self, task: Task) -> SandboxSpec:
@@ -135,44 +104,13 @@ class CadEnv(TaskEnv):
         obs, info = super().reset(seed=seed, options=options)
         assert self.task is not None
         check_reference(self.task, self.backend)  # a broken reference fails here, not at grading
-        self._start_worker()
+        self._worker.start(self.session)  # before the agent acts: only the env holds its key
         obs = {"text": obs["text"] + _CONVENTION}
         return obs, info
 
     # -- tools ------------------------------------------------------------------------
-    def _start_worker(self) -> None:
-        """Start the episode's CadQuery server and take its key, before the agent acts."""
-        self._worker_key = None
-        result = self.session.exec(f"python3 -I -B {INSIDE_MOUNT}/worker.py start", timeout=30)
-        try:
-            key = self.session.read_file(KEY_FILE, limit=64)
-        except (OSError, ValueError):
-            key = b""
-        self.session.exec(f"rm -f /app/{KEY_FILE}", timeout=30)
-        if result.exit_code == 0 and len(key) == KEY_BYTES:
-            self._worker_key = key
-
     def _call_worker(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
-        """The worker's reply to ``request``, or an error reply; never raises for anything
-        the sandbox prints: only a reply the server signed for this very request counts."""
-        if self._worker_key is None:
-            return {"ok": False, "text": WORKER_GONE, "channel_error": True}
-        line = json.dumps({**request, "nonce": secrets.token_hex(16)}, sort_keys=True)
-        command = f"python3 -I -S {INSIDE_MOUNT}/worker.py call {shlex.quote(line)}"
-        limit = max(1.0, min(timeout + WORKER_START_SEC, self.remaining_seconds()))
-        result = self.session.exec(command, timeout=limit)
-        if f"{REPLY_TAG}-GONE " in result.stdout:
-            return {"ok": False, "text": WORKER_GONE, "channel_error": True}
-        for answer in result.stdout.splitlines():
-            if answer.startswith(REPLY_TAG + " "):
-                reply = _verified(self._worker_key, line, answer[len(REPLY_TAG) + 1:])
-                if reply is not None:
-                    return reply
-        timed = " (timed out)" if result.timed_out else ""
-        detail = (result.stdout + result.stderr)[-1500:]
-        return {"ok": False, "text": f"the CadQuery worker's answer could not be trusted (no reply "
-                                     f"signed by this episode's worker for this request){timed}:"
-                                     f"\n{detail}", "channel_error": True}
+        return self._worker.call(self.session, request, timeout, self.remaining_seconds)
 
     def _run_cadquery(self, args: RunArgs) -> ToolResult:
         if args.code is not None:
@@ -180,13 +118,12 @@ class CadEnv(TaskEnv):
         assert self.task is not None
         settings = settings_of(self.task)
         reply = self._call_worker({"op": "run", "path": f"/app/{PART_FILE}",
-                                   "timeout": settings.run_timeout_sec,
                                    "memory_mb": settings.run_memory_mb}, settings.run_timeout_sec)
         return ToolResult(reply["text"], info={"ok": reply["ok"], "timing": reply.get("timing")},
                           error=reply["text"] if reply.get("channel_error") else None)
 
     def _render(self, args: RenderArgs) -> ToolResult:
-        reply = self._call_worker({"op": "render", "view": args.view, "timeout": 60}, 60)
+        reply = self._call_worker({"op": "render", "view": args.view}, 60)
         if not reply["ok"] or "png" not in reply:
             return ToolResult(reply["text"], error=reply["text"])
         try:
@@ -196,7 +133,7 @@ class CadEnv(TaskEnv):
         return ToolResult(reply["text"], images=(image,))
 
     def _measure(self, args: MeasureArgs) -> ToolResult:
-        request: dict[str, Any] = {"op": "measure", "query": args.query, "timeout": 60}
+        request: dict[str, Any] = {"op": "measure", "query": args.query}
         needed = {"point": ("point",), "distance": ("point", "point_b")}.get(args.query, ())
         for key in ("point", "point_b"):
             value = getattr(args, key)
