@@ -1,4 +1,6 @@
-"""The shared mesh renderer that sandboxed workers draw PNG views with (``inside/meshview.py``)."""
+"""The domains' shared in-sandbox scripts (``inside/``): the mesh renderer that workers draw PNG
+views with (``meshview.py``) and the warm worker's loop and client (``workerloop.py``,
+``workercall.py``)."""
 
 from __future__ import annotations
 
@@ -10,4 +12,4 @@ VIEW_DIR = Path(__file__).parent / "inside"
 VIEW_MOUNT = "/.taskgym-view"
 """Where sandboxes see :data:`VIEW_DIR`; in-sandbox scripts put it on ``sys.path``."""
 VIEW_BINDS = {str(VIEW_DIR): VIEW_MOUNT}
-"""The read-only bind a sandbox spec adds to offer the renderer."""
+"""The read-only bind a sandbox spec adds to offer these scripts."""

@@ -19,13 +19,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from taskgym.core.tool import ToolResult
 from taskgym.sandbox import Session
 from taskgym.tools.view import VIEW_MOUNT
 
-__all__ = ["WarmWorker", "WorkerReply"]
+__all__ = ["WarmWorker", "WorkerReply", "image_result", "reply_result"]
 
 KEY_BYTES = 32
 REPLY_LIMIT = 1 << 16
+PNG_LIMIT = 8 << 20
 START_SECONDS = 30.0
 
 
@@ -99,3 +101,29 @@ class WarmWorker:
             return WorkerReply.model_validate_json(body).model_dump(exclude_none=True)
         except ValueError:
             return None
+
+
+def reply_result(reply: dict[str, Any], run: bool = False) -> ToolResult:
+    """The observation of a worker's ``reply``: an error unless it is ``ok``, or for a ``run``
+    (the agent's code), its ``ok`` and ``timing`` in the info and an error only when the worker
+    could not be reached or trusted (the code failing is an ordinary observation)."""
+    if run:
+        return ToolResult(reply["text"], info={"ok": reply["ok"], "timing": reply.get("timing")},
+                          error=reply["text"] if reply.get("channel_error") else None)
+    return ToolResult(reply["text"], error=None if reply["ok"] else reply["text"])
+
+
+def image_result(session: Session, reply: dict[str, Any]) -> ToolResult:
+    """The observation of a render ``reply``: its text with the PNG it names in the workspace
+    attached, or an error when there is none (or it is no PNG)."""
+    if not reply["ok"] or "png" not in reply:
+        return reply_result({**reply, "ok": False})
+    try:
+        image = session.read_file(reply["png"], limit=PNG_LIMIT)
+        problem = None if image.startswith(b"\x89PNG") else "it is not a PNG image"
+    except (OSError, ValueError) as exc:
+        image, problem = b"", f"it could not be read ({exc})"
+    if problem is not None:
+        message = f"error: the render {reply['png']}: {problem}"
+        return ToolResult(message, error=message)
+    return ToolResult(reply["text"], images=(image,))

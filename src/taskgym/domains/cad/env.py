@@ -16,7 +16,7 @@ from taskgym.domains.cad.verifier import INSIDE_DIR, INSIDE_MOUNT, check_referen
 from taskgym.sandbox import SandboxSpec, Session
 from taskgym.tools import shell_tools
 from taskgym.tools.view import VIEW_BINDS
-from taskgym.tools.worker import WarmWorker
+from taskgym.tools.worker import WarmWorker, image_result, reply_result
 
 __all__ = ["PART_FILE", "CadEnv"]
 
@@ -26,7 +26,6 @@ PART_FILE = "part.py"
 MIN_MEMORY_MB = 2048
 WORKER_START_SEC = 180.0
 PART_LIMIT = 1 << 20
-RENDER_LIMIT = 8 << 20
 WORKER_GONE = ("the CadQuery worker is not running (it was stopped, for instance by a kill, "
                "or the sandbox restarted): run_cadquery, render and measure are unavailable "
                "for the rest of this episode; submit still grades /app/part.py")
@@ -119,18 +118,10 @@ class CadEnv(TaskEnv):
         settings = settings_of(self.task)
         reply = self._call_worker({"op": "run", "path": f"/app/{PART_FILE}",
                                    "memory_mb": settings.run_memory_mb}, settings.run_timeout_sec)
-        return ToolResult(reply["text"], info={"ok": reply["ok"], "timing": reply.get("timing")},
-                          error=reply["text"] if reply.get("channel_error") else None)
+        return reply_result(reply, run=True)
 
     def _render(self, args: RenderArgs) -> ToolResult:
-        reply = self._call_worker({"op": "render", "view": args.view}, 60)
-        if not reply["ok"] or "png" not in reply:
-            return ToolResult(reply["text"], error=reply["text"])
-        try:
-            image = self.session.read_file(reply["png"], limit=RENDER_LIMIT)
-        except (OSError, ValueError) as exc:
-            return ToolResult(f"error: the render could not be read: {exc}", error=str(exc))
-        return ToolResult(reply["text"], images=(image,))
+        return image_result(self.session, self._call_worker({"op": "render", "view": args.view}, 60))
 
     def _measure(self, args: MeasureArgs) -> ToolResult:
         request: dict[str, Any] = {"op": "measure", "query": args.query}
@@ -141,8 +132,7 @@ class CadEnv(TaskEnv):
                 message = f"measure {args.query!r} needs `{key}` as [x, y, z]"
                 return ToolResult(f"error: {message}", error=message)
             request[key] = value
-        reply = self._call_worker(request, 60)
-        return ToolResult(reply["text"], error=None if reply["ok"] else reply["text"])
+        return reply_result(self._call_worker(request, 60))
 
     def _submit(self, args: SubmitCodeArgs) -> ToolResult:
         if args.code is not None:

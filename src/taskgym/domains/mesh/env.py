@@ -16,14 +16,13 @@ from taskgym.domains.mesh.verifier import BINDS, FORMATS, IMAGE, MAX_BYTES, grad
 from taskgym.sandbox import SandboxSpec, Session
 from taskgym.tools import shell_tools
 from taskgym.tools.view import VIEW_BINDS
-from taskgym.tools.worker import WarmWorker
+from taskgym.tools.worker import WarmWorker, image_result, reply_result
 
 __all__ = ["MeshEnv"]
 
 SCRIPT = "script.py"
 MIN_MEMORY_MB = 2048
 WORKER_START_SEC = 120.0
-PNG_LIMIT = 8 << 20
 Path3 = tuple[float, float, float]
 
 _CONVENTION = (
@@ -114,22 +113,13 @@ class MeshEnv(TaskEnv):
     def _run_python(self, args: RunArgs) -> ToolResult:
         if args.code is not None:
             self.session.write_file(SCRIPT, args.code.encode("utf-8", "surrogateescape"))
-        reply = self._call("run", path=f"/app/{SCRIPT}")
-        return ToolResult(reply["text"], info={"ok": reply["ok"], "timing": reply.get("timing")},
-                          error=reply["text"] if reply.get("channel_error") else None)
+        return reply_result(self._call("run", path=f"/app/{SCRIPT}"), run=True)
 
     def _inspect(self, args: PathArgs) -> ToolResult:
-        return _result(self._call("inspect", 60, path=args.path))
+        return reply_result(self._call("inspect", 60, path=args.path))
 
     def _render(self, args: RenderArgs) -> ToolResult:
-        reply = self._call("render", 120, path=args.path, view=args.view)
-        try:
-            png = self.session.read_file(reply["png"], limit=PNG_LIMIT) if "png" in reply else b""
-        except (OSError, ValueError):
-            png = b""
-        if not png.startswith(b"\x89PNG"):
-            return _result({**reply, "ok": False})
-        return ToolResult(reply["text"], images=(png,))
+        return image_result(self.session, self._call("render", 120, path=args.path, view=args.view))
 
     def _measure(self, args: MeasureArgs) -> ToolResult:
         needed = {"signed_distance": ("points",), "section": ("origin", "normal"),
@@ -139,7 +129,7 @@ class MeshEnv(TaskEnv):
             message = f"measure {args.query!r} needs {' and '.join(f'`{k}`' for k in missing)}"
             return ToolResult(f"error: {message}", error=message)
         request = {key: getattr(args, key) for key in ("path", "query", *needed)}
-        return _result(self._call("measure", 120, **request))
+        return reply_result(self._call("measure", 120, **request))
 
     def _submit(self, args: SubmitArgs) -> ToolResult:
         assert self.task is not None
@@ -180,6 +170,3 @@ class MeshEnv(TaskEnv):
         code = (task.path / "solution" / "solve.py").read_text()
         return [{"tool": "run_python", "args": {"code": code}}, {"tool": "submit", "args": {}}]
 
-
-def _result(reply: dict[str, Any]) -> ToolResult:
-    return ToolResult(reply["text"], error=None if reply["ok"] else reply["text"])
