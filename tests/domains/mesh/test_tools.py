@@ -65,6 +65,33 @@ def test_run_inspect_render_measure_and_bounds_in_one_episode(episode: gym.Env[A
     assert terminated and info["reward"].success and reward == 1.0
 
 
+KILL_WAITING_CHILD = """
+import os, signal
+for pid in [int(p) for p in os.listdir("/proc") if p.isdigit()]:
+    try:
+        command = open(f"/proc/{pid}/cmdline", "rb").read()
+    except OSError:
+        continue
+    if b"worker.py" in command and os.getsid(pid) != pid:  # the server leads its session
+        os.kill(pid, signal.SIGKILL)
+        print("killed", pid)
+"""
+
+
+def test_each_request_gets_a_fresh_child_of_the_warm_server(episode: gym.Env[Any, Any]) -> None:
+    text, info = step(episode, "run_python", code="trimesh.leak = 1\nimport os\nos.environ['LEAK'] = '1'")
+    assert info["ok"], text
+    text, info = step(episode, "run_python",
+                      code="import os\nprint(hasattr(trimesh, 'leak'), 'LEAK' in os.environ)")
+    assert info["ok"] and "False False" in text, text  # nothing of the last run is left
+    text, _ = step(episode, "bash", command=f"python3 -c '{KILL_WAITING_CHILD}'")
+    assert "killed" in text, text
+    text, info = step(episode, "run_python", code="print('after')")  # its child was gone: an error
+    assert not info["ok"] and "ended without an answer" in text and not info.get("error"), text
+    text, info = step(episode, "run_python", code="print('after')")
+    assert info["ok"] and "after" in text, text
+
+
 @pytest.mark.hacks
 def test_a_patched_trimesh_and_planted_modules_do_not_reach_the_grader(episode: gym.Env[Any, Any]) -> None:
     code = '''

@@ -92,8 +92,8 @@ def serve(listener: socket.socket, handle: Handler, warm: Callable[[], None]) ->
                     if not warmed:
                         warm()
                         warmed = True
-                    child = child or Child(listener, handle)
-                    reply, child = well_formed(child.run(request)), None
+                    current, child = child or Child(listener, handle), None  # each child serves once
+                    reply = well_formed(current.run(request))
                 except Exception as exc:  # a bad request, or the imports failed: say so, keep serving
                     reply = {"ok": False, "text": f"the worker could not handle the request: {exc}"}
                 body = json.dumps(reply).encode()
@@ -101,7 +101,10 @@ def serve(listener: socket.socket, handle: Handler, warm: Callable[[], None]) ->
             except OSError:  # the client went away (its command timed out): serve the next one
                 pass
         if child is None and warmed:
-            child = Child(listener, handle)
+            try:
+                child = Child(listener, handle)
+            except OSError:  # no process to spare now (the pids bound): fork at the next request
+                pass
 
 
 def _receive(conn: socket.socket) -> bytes:
@@ -131,7 +134,12 @@ class Child:
     def __init__(self, listener: socket.socket, handle: Handler) -> None:
         request_r, self._request_w = os.pipe()
         self._reply_r, reply_w = os.pipe()
-        self.pid = os.fork()
+        try:
+            self.pid = os.fork()
+        except OSError:
+            for fd in (request_r, self._request_w, self._reply_r, reply_w):
+                os.close(fd)
+            raise
         if self.pid == 0:
             KEY[:] = bytes(len(KEY))
             listener.close()
