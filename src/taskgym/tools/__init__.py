@@ -1,4 +1,5 @@
-"""Tools shared by domains: a shell, file reading and writing, and submit."""
+"""Tools shared by domains: a shell, file reading and writing, submit, and the env's end of a
+warm in-sandbox worker (:mod:`taskgym.tools.worker`)."""
 
 from taskgym.tools.shell import shell_tools, submit_tool
 

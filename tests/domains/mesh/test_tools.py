@@ -1,5 +1,5 @@
 """The agent's tools over one episode: the warm worker and its bounds, inspect, render,
-measure, forged worker replies and a patched trimesh, which fool nothing."""
+measure, a server in the worker's place and a patched trimesh, which fool nothing."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 
 import taskgym
 from taskgym.errors import MissingDependencyError
+from taskgym.sandbox import Backend
 
 pytestmark = pytest.mark.sandbox
 
@@ -64,6 +65,33 @@ def test_run_inspect_render_measure_and_bounds_in_one_episode(episode: gym.Env[A
     assert terminated and info["reward"].success and reward == 1.0
 
 
+KILL_WAITING_CHILD = """
+import os, signal
+for pid in [int(p) for p in os.listdir("/proc") if p.isdigit()]:
+    try:
+        command = open(f"/proc/{pid}/cmdline", "rb").read()
+    except OSError:
+        continue
+    if b"worker.py" in command and os.getsid(pid) != pid:  # the server leads its session
+        os.kill(pid, signal.SIGKILL)
+        print("killed", pid)
+"""
+
+
+def test_each_request_gets_a_fresh_child_of_the_warm_server(episode: gym.Env[Any, Any]) -> None:
+    text, info = step(episode, "run_python", code="trimesh.leak = 1\nimport os\nos.environ['LEAK'] = '1'")
+    assert info["ok"], text
+    text, info = step(episode, "run_python",
+                      code="import os\nprint(hasattr(trimesh, 'leak'), 'LEAK' in os.environ)")
+    assert info["ok"] and "False False" in text, text  # nothing of the last run is left
+    text, _ = step(episode, "bash", command=f"python3 -c '{KILL_WAITING_CHILD}'")
+    assert "killed" in text, text
+    text, info = step(episode, "run_python", code="print('after')")  # its child was gone: an error
+    assert not info["ok"] and "ended without an answer" in text and not info.get("error"), text
+    text, info = step(episode, "run_python", code="print('after')")
+    assert info["ok"] and "after" in text, text
+
+
 @pytest.mark.hacks
 def test_a_patched_trimesh_and_planted_modules_do_not_reach_the_grader(episode: gym.Env[Any, Any]) -> None:
     code = '''
@@ -89,40 +117,83 @@ trimesh.creation.box(extents=[1, 1, 1]).export("edited.stl")
     assert terminated and reward < 0.01 and not info["reward"].success, info["reward"]
 
 
+FORGED = {
+    "null": b"null",
+    "list": b"[1, 2, 3]",
+    "dict-missing-keys": b'{"ok": true}',
+    "wrong-types": b'{"ok": "yes", "text": 5, "png": ["/etc/passwd"]}',
+    "unsigned-but-well-formed": b"0" * 64 + b' {"ok": true, "text": "forged: all good"}',
+    "unsigned-png-outside": b"0" * 64 + b' {"ok": true, "text": "forged: all good", "png": "/etc/passwd"}',
+    "huge": b"x" * (3 << 20),
+    "garbage-bytes": bytes(range(256)) * 64,
+    "closed-at-once": b"",
+    "replayed": b"",  # the real worker's signed answer to a request of the agent's own
+}
+"""What a server the agent put in the worker's place answers, one connection each."""
+
+FAKE_SERVER = """
+import os, socket, sys, time
+path = "/tmp/.taskgym-mesh/worker.sock"
+with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:  # a reply signed for another request
+    conn.connect(path)
+    conn.sendall(b'{"op": "inspect", "path": "7_8ths_cube.stl", "timeout": 60, "memory_mb": 512}\\n')
+    replayed = b"".join(iter(lambda: conn.recv(65536), b""))
+me = os.getpid()
+for pid in [int(p) for p in os.listdir("/proc") if p.isdigit()]:
+    try:
+        command = open(f"/proc/{pid}/cmdline", "rb").read()
+    except OSError:
+        continue
+    if b"worker.py" in command and b"start" in command and pid != me:
+        os.kill(pid, 9)
+time.sleep(0.2)
+if os.path.exists(path):
+    os.unlink(path)
+server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+server.bind(path)
+server.listen(4)
+for name in sys.argv[1:]:
+    conn, _ = server.accept()
+    conn.recv(65536)
+    try:
+        conn.sendall(replayed if name == "replayed" else bytes.fromhex(open(f"/app/forged/{name}").read()))
+    except OSError:  # the client stopped reading the huge answer
+        pass
+    conn.close()
+"""
+
+
 @pytest.mark.hacks
-@pytest.mark.parametrize("reply", [
-    "not json", '{"ok": true}', '{"ok": true, "text": 5}', '{"ok": "yes", "text": "x"}',
-    '{"ok": true, "text": "x", "png": "/etc/passwd"}', '{"ok": true, "text": "x", "png": "../../x"}',
-    '{"ok": true, "text": "x", "png": ".mesh/fake.png"}', "[1, 2]",
-    '{"ok": true, "text": "' + "x" * 50000 + '"}',
-], ids=["text", "no-text", "int-text", "str-ok", "png-outside", "png-escape", "png-not-png", "list", "huge"])
-def test_a_forged_worker_reply_never_breaks_a_step(episode: gym.Env[Any, Any], reply: str) -> None:
-    server = f'''
-import os, socket, threading
-sock_path = "/tmp/.taskgym-mesh/worker.sock"
-os.makedirs("/tmp/.taskgym-mesh", exist_ok=True)
-os.makedirs(".mesh", exist_ok=True)
-open(".mesh/fake.png", "w").write("not a png")
-if os.path.exists(sock_path):
-    os.unlink(sock_path)
-listener = socket.socket(socket.AF_UNIX)
-listener.bind(sock_path)
-listener.listen(4)
-if os.fork() == 0:
-    os.setsid()
-    while True:
-        conn, _ = listener.accept()
-        conn.recv(65536)
-        conn.sendall({reply!r}.encode())
-        conn.close()
-'''
-    step(episode, "write_file", path="fake.py", content=server)
-    step(episode, "bash", command="python3 fake.py")
-    for tool, args in (("inspect_mesh", {"path": "7_8ths_cube.stl"}), ("render", {"path": "x.stl"}),
-                       ("run_python", {"code": "pass"}),
-                       ("measure", {"path": "x.stl", "query": "signed_distance", "points": [[0, 0, 0]]})):
-        text, info = step(episode, tool, **args)
-        assert len(text) <= 21_000 and not info.get("images"), (tool, text[:300])
+def test_a_server_in_the_workers_place_gets_only_error_observations(backend: Backend) -> None:
+    env = taskgym.make("mesh-trimesh-v0", sandbox=backend)
+    try:
+        env.reset(options={"task_id": "drill-7-8ths-cube"})
+        solve = (env.unwrapped.task.path / "solution" / "solve.py").read_text()  # type: ignore[attr-defined]
+        assert step(env, "run_python", code=solve)[1]["ok"]
+        for name, answer in FORGED.items():
+            step(env, "write_file", path=f"forged/{name}", content=answer.hex())
+        step(env, "write_file", path="fake.py", content=FAKE_SERVER)
+        step(env, "bash", command="nohup python3 /app/fake.py " + " ".join(FORGED)
+             + " >/dev/null 2>&1 &\nsleep 1")
+        tools = [("run_python", {"code": "print('forged: all good')"}),
+                 ("inspect_mesh", {"path": "7_8ths_cube.stl"}), ("render", {"path": "7_8ths_cube.stl"}),
+                 ("measure", {"path": "7_8ths_cube.stl", "query": "signed_distance", "points": [[0, 0, 0]]})]
+        for index, name in enumerate(FORGED):
+            tool, args = tools[index % len(tools)]
+            text, info = step(env, tool, **args)
+            assert "could not be trusted" in text and info["error"], (name, text)
+            trusted = text.split("could not be trusted")[0]  # what follows is the raw output, quoted
+            assert "forged: all good" not in trusted and "faces: 24" not in trusted, name
+            assert info.get("ok") is not True and "images" not in info, (name, info)
+        text, info = step(env, "run_python", code="pass")  # the fake server is done: nobody
+        assert "could not be trusted" in text or "not running" in text, text
+        step(env, "bash", command="rm -f /tmp/.taskgym-mesh/worker.sock")
+        text, info = step(env, "inspect_mesh", path="7_8ths_cube.stl")
+        assert "not running" in text and "submit still grades" in text, text
+        _, reward, terminated, _, _ = env.step({"tool": "submit", "args": {}})
+        assert terminated and reward == 1.0
+    finally:
+        env.close()
 
 
 def test_making_the_env_without_trimesh_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,8 +15,8 @@ from taskgym.domains.cad.settings import settings_of
 from taskgym.domains.cad.verifier import INSIDE_DIR, INSIDE_MOUNT, check_reference, grade_code
 from taskgym.sandbox import SandboxSpec, Session
 from taskgym.tools import shell_tools
-from taskgym.tools.view import VIEW_BINDS, rendered
-from taskgym.tools.worker import SignedWorker
+from taskgym.tools.view import VIEW_BINDS
+from taskgym.tools.worker import WarmWorker, image_result, reply_result
 
 __all__ = ["PART_FILE", "CadEnv"]
 
@@ -88,8 +88,8 @@ class CadEnv(TaskEnv):
     extra = "cad"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._worker = SignedWorker(f"{INSIDE_MOUNT}/worker.py", "TASKGYM-CAD", ".cad-key",
-                                    WORKER_GONE, "the CadQuery worker", WORKER_START_SEC)
+        self._worker = WarmWorker(f"{INSIDE_MOUNT}/worker.py", "/tmp/.taskgym-cad", ".cad-key",
+                                  "TASKGYM-CAD", WORKER_GONE, WORKER_START_SEC)
         super().__init__(*args, **kwargs)
 
     def sandbox_spec(self, task: Task) -> SandboxSpec:
@@ -103,7 +103,7 @@ class CadEnv(TaskEnv):
         obs, info = super().reset(seed=seed, options=options)
         assert self.task is not None
         check_reference(self.task, self.backend)  # a broken reference fails here, not at grading
-        self._worker.start(self.session)
+        self._worker.start(self.session)  # before the agent acts: only the env holds its key
         obs = {"text": obs["text"] + _CONVENTION}
         return obs, info
 
@@ -117,19 +117,14 @@ class CadEnv(TaskEnv):
         assert self.task is not None
         settings = settings_of(self.task)
         reply = self._call_worker({"op": "run", "path": f"/app/{PART_FILE}",
-                                   "timeout": settings.run_timeout_sec,
                                    "memory_mb": settings.run_memory_mb}, settings.run_timeout_sec)
-        return ToolResult(reply["text"], info={"ok": reply["ok"], "timing": reply.get("timing")},
-                          error=reply["text"] if reply.get("channel_error") else None)
+        return reply_result(reply, run=True)
 
     def _render(self, args: RenderArgs) -> ToolResult:
-        reply = self._call_worker({"op": "render", "view": args.view, "timeout": 60}, 60)
-        if not reply["ok"]:
-            return ToolResult(reply["text"], error=reply["text"])
-        return rendered(self.session, reply["text"], reply.get("png"))
+        return image_result(self.session, self._call_worker({"op": "render", "view": args.view}, 60))
 
     def _measure(self, args: MeasureArgs) -> ToolResult:
-        request: dict[str, Any] = {"op": "measure", "query": args.query, "timeout": 60}
+        request: dict[str, Any] = {"op": "measure", "query": args.query}
         needed = {"point": ("point",), "distance": ("point", "point_b")}.get(args.query, ())
         for key in ("point", "point_b"):
             value = getattr(args, key)
@@ -137,8 +132,7 @@ class CadEnv(TaskEnv):
                 message = f"measure {args.query!r} needs `{key}` as [x, y, z]"
                 return ToolResult(f"error: {message}", error=message)
             request[key] = value
-        reply = self._call_worker(request, 60)
-        return ToolResult(reply["text"], error=None if reply["ok"] else reply["text"])
+        return reply_result(self._call_worker(request, 60))
 
     def _submit(self, args: SubmitCodeArgs) -> ToolResult:
         if args.code is not None:

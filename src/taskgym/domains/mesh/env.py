@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import shlex
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from taskgym.core.env import TaskEnv
 from taskgym.core.reward import RewardResult
@@ -18,20 +16,22 @@ from taskgym.domains.mesh.verifier import BINDS, FORMATS, IMAGE, MAX_BYTES, grad
 from taskgym.sandbox import SandboxSpec, Session
 from taskgym.tools import shell_tools
 from taskgym.tools.view import VIEW_BINDS
+from taskgym.tools.worker import WarmWorker, image_result, reply_result
 
 __all__ = ["MeshEnv"]
 
 SCRIPT = "script.py"
 MIN_MEMORY_MB = 2048
 WORKER_START_SEC = 120.0
-TEXT_LIMIT = 20_000
-PNG_LIMIT = 8 << 20
 Path3 = tuple[float, float, float]
 
 _CONVENTION = (
     "\n\n---\nWork in millimetres in /app with trimesh (manifold3d and numpy too): `run_python(code)` "
     "runs code in a warm interpreter; `inspect_mesh`, `render` and `measure` look at a mesh file (STL, "
     "OBJ, PLY, OFF or GLB). `submit(path)` grades the file (by default {output}): geometry decides.\n")
+GONE = ("the trimesh worker is not running (it was stopped, for instance by a kill, or the sandbox "
+        "restarted): run_python, inspect_mesh, render and measure are unavailable for the rest of "
+        "this episode; submit still grades the file")
 
 
 class Args(BaseModel):
@@ -66,12 +66,6 @@ class SubmitArgs(Args):
     path: str | None = Field(default=None, description="Mesh file to grade; omit for the task's output.")
 
 
-class Reply(BaseModel):  # the worker's answer: untrusted (the agent controls the sandbox)
-    ok: bool
-    text: str
-    png: str | None = None
-
-
 class MeshEnv(TaskEnv):
     """trimesh in a sandbox with a warm worker; ``submit`` grades a mesh file against a hidden
     target. ``tasks`` may also be ``"curated"``, ``"generated"`` or ``"generated:<family>,..."``."""
@@ -88,6 +82,8 @@ class MeshEnv(TaskEnv):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._submitted: str | None = None
+        self._worker = WarmWorker("/.mesh/worker.py", "/tmp/.taskgym-mesh", ".mesh-key", "TASKGYM-MESH",
+                                  GONE, WORKER_START_SEC)
         super().__init__(*args, **kwargs)
 
     def workspace_seed(self, task: Task) -> Path | None:
@@ -104,42 +100,26 @@ class MeshEnv(TaskEnv):
         self._submitted = None
         obs, info = super().reset(seed=seed, options=options)
         assert self.task is not None
+        self._worker.start(self.session)  # before the agent acts: only the env holds its key
         return {"text": obs["text"] + _CONVENTION.format(output=settings_of(self.task).output)}, info
 
-    def _call(self, op: str, timeout: float | None = None, **request: Any) -> Reply:
+    def _call(self, op: str, timeout: float | None = None, **request: Any) -> dict[str, Any]:
         assert self.task is not None
         settings = settings_of(self.task)
-        timeout = timeout or settings.run_timeout_sec
-        request.update(op=op, timeout=timeout, memory_mb=settings.run_memory_mb)
-        command = f"python3 -I -S /.mesh/call.py {shlex.quote(json.dumps(request))}"
-        result = self.session.exec(command, timeout=max(1.0, min(
-            timeout + WORKER_START_SEC, self.remaining_seconds())))
-        try:
-            reply = Reply.model_validate_json(result.stdout)
-        except ValidationError:
-            detail = (result.stdout + result.stderr)[-1500:]
-            timed = " (timed out)" if result.timed_out else ""
-            return Reply(ok=False, text=f"the trimesh worker gave no answer{timed}:\n{detail}")
-        return reply.model_copy(update={"text": reply.text[:TEXT_LIMIT]})
+        request.update(op=op, memory_mb=settings.run_memory_mb)
+        return self._worker.call(self.session, request, timeout or settings.run_timeout_sec,
+                                 self.remaining_seconds)
 
     def _run_python(self, args: RunArgs) -> ToolResult:
         if args.code is not None:
             self.session.write_file(SCRIPT, args.code.encode("utf-8", "surrogateescape"))
-        reply = self._call("run", path=f"/app/{SCRIPT}")
-        return ToolResult(reply.text, info={"ok": reply.ok})
+        return reply_result(self._call("run", path=f"/app/{SCRIPT}"), run=True)
 
     def _inspect(self, args: PathArgs) -> ToolResult:
-        return _result(self._call("inspect", 60, path=args.path))
+        return reply_result(self._call("inspect", 60, path=args.path))
 
     def _render(self, args: RenderArgs) -> ToolResult:
-        reply = self._call("render", 120, path=args.path, view=args.view)
-        try:
-            png = self.session.read_file(reply.png, limit=PNG_LIMIT) if reply.ok and reply.png else b""
-        except (OSError, ValueError):
-            png = b""
-        if not png.startswith(b"\x89PNG"):
-            return _result(reply.model_copy(update={"ok": False}))
-        return ToolResult(reply.text, images=(png,))
+        return image_result(self.session, self._call("render", 120, path=args.path, view=args.view))
 
     def _measure(self, args: MeasureArgs) -> ToolResult:
         needed = {"signed_distance": ("points",), "section": ("origin", "normal"),
@@ -149,7 +129,7 @@ class MeshEnv(TaskEnv):
             message = f"measure {args.query!r} needs {' and '.join(f'`{k}`' for k in missing)}"
             return ToolResult(f"error: {message}", error=message)
         request = {key: getattr(args, key) for key in ("path", "query", *needed)}
-        return _result(self._call("measure", 120, **request))
+        return reply_result(self._call("measure", 120, **request))
 
     def _submit(self, args: SubmitArgs) -> ToolResult:
         assert self.task is not None
@@ -190,6 +170,3 @@ class MeshEnv(TaskEnv):
         code = (task.path / "solution" / "solve.py").read_text()
         return [{"tool": "run_python", "args": {"code": code}}, {"tool": "submit", "args": {}}]
 
-
-def _result(reply: Reply) -> ToolResult:
-    return ToolResult(reply.text, error=None if reply.ok else reply.text)

@@ -1,125 +1,37 @@
-"""The warm trimesh worker of an episode, and the command that talks to it.
+"""The warm trimesh worker of an episode: what its requests do.
 
-``python3 -I -B worker.py serve`` imports trimesh, manifold3d and the renderer once and
-serves requests on a unix socket in /tmp; each request (run Python, inspect, render, measure)
-is handled in a forked child with its own time, memory and file-size bounds, so a run starts
-warm, and whatever it patches or breaks dies with the child. ``call.py`` is the client (it
-starts this server when none is running). Runs inside the agent's sandbox.
+``python3 -I -B worker.py start`` (run by the env at reset, before the agent acts) starts the
+shared server (``/.taskgym-view/workerloop.py``: a non-dumpable process with a fresh key, left
+in ``/app/.mesh-key`` for the env, and signed replies), which imports trimesh, manifold3d and
+the renderer at its first request and handles each request (run Python, inspect, render,
+measure) in a forked child with its own time, memory and file-size bounds, so a run starts
+warm, and whatever it patches or breaks dies with the child. A server that is gone is not
+restarted (its key could not be handed over safely once the agent has acted).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import resource
-import select
-import signal
-import socket
 import sys
 import time
 import traceback
 from typing import Any
 
 STATE = "/tmp/.taskgym-mesh"
-SOCKET = f"{STATE}/worker.sock"
 OUTPUT = f"{STATE}/output.txt"
+KEY_FILE = "/app/.mesh-key"
+"""Where the server leaves its key for the env (which reads and deletes it at reset)."""
 RENDERS = ".mesh"
 """Render PNGs go here, relative to the workspace, where the env reads them."""
 OUTPUT_CHARS = 3000
-FILE_BYTES = 64 << 20
 
 
-# -- server -----------------------------------------------------------------------------
-def serve() -> None:
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    sys.path.append("/.taskgym-view")
-    import manifold3d  # noqa: F401  (imported once here, inherited warm by every child)
+def warm() -> None:
+    import manifold3d  # noqa: F401  (imported once, here, inherited warm by every child)
     import meshlib  # noqa: F401
     import meshview  # noqa: F401
     import scipy.spatial  # noqa: F401
-
-    os.makedirs(STATE, exist_ok=True)
-    if os.path.exists(SOCKET):
-        os.unlink(SOCKET)
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(SOCKET + ".new")
-    os.rename(SOCKET + ".new", SOCKET)
-    listener.listen(4)
-    while True:
-        conn, _ = listener.accept()
-        with conn:
-            try:
-                data = b""
-                while not data.endswith(b"\n"):
-                    chunk = conn.recv(65536)
-                    if not chunk:
-                        break
-                    data += chunk
-                try:
-                    reply = in_child(json.loads(data), (listener.fileno(), conn.fileno()))
-                except (ValueError, KeyError, TypeError) as exc:
-                    reply = {"ok": False, "text": f"bad request: {exc}"}
-                conn.sendall(json.dumps(reply).encode())
-            except OSError:  # the client went away (its command timed out): serve the next one
-                pass
-
-
-def in_child(request: dict[str, Any], server_fds: tuple[int, ...]) -> dict[str, Any]:
-    """Handle ``request`` in a forked child (without the server's sockets), killed after
-    ``request['timeout']`` seconds."""
-    timeout = float(request["timeout"])
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        for fd in (read_end, *server_fds):
-            os.close(fd)
-        os.setpgid(0, 0)
-        code = 1
-        try:
-            with open("/proc/self/statm") as statm:
-                mapped = int(statm.read().split()[0]) * resource.getpagesize()
-            limit = mapped + (int(request["memory_mb"]) << 20)
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-            resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_BYTES, FILE_BYTES))
-            reply = handle(request)
-            code = 0
-        except BaseException:  # the child must always answer and exit
-            reply = {"ok": False, "text": traceback.format_exc(limit=-3)[-OUTPUT_CHARS:]}
-        with os.fdopen(write_end, "w") as pipe:
-            pipe.write(json.dumps(reply))
-        os._exit(code)
-    os.close(write_end)
-    deadline = time.monotonic() + timeout
-    chunks = []
-    timed_out = False
-    with os.fdopen(read_end, "rb") as pipe:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([pipe], [], [], left)[0]:
-                timed_out = True
-                break
-            chunk = os.read(pipe.fileno(), 65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    _, status = os.waitpid(pid, 0)
-    if timed_out:
-        return {"ok": False, "text": f"the request ran past {timeout:g} s and was stopped "
-                                     "(an endless loop, or too heavy an operation?)"}
-    try:
-        reply: dict[str, Any] = json.loads(b"".join(chunks))
-        return reply
-    except ValueError:
-        code = os.waitstatus_to_exitcode(status)
-        cause = ("it was killed (out of memory?) or wrote over the worker's reply" if code == -signal.SIGKILL
-                 else "it crashed or wrote over the worker's reply")
-        if code == -signal.SIGXFSZ:
-            cause = f"it wrote a file past {FILE_BYTES >> 20} MB"
-        return {"ok": False, "text": f"the run ended without an answer: {cause} (exit status {code})"}
+    import trimesh  # noqa: F401
 
 
 # -- requests ---------------------------------------------------------------------------
@@ -172,7 +84,7 @@ def run(path: str) -> dict[str, Any]:
     parts = [f"output:\n{printed[:OUTPUT_CHARS]}" + ("\n[...]" if len(printed) > OUTPUT_CHARS else "")
              ] if printed else []
     parts.append(f"error:\n{error}" if error else f"ran in {seconds:.3f} s")
-    return {"ok": error is None, "text": "\n".join(parts), "seconds": seconds}
+    return {"ok": error is None, "text": "\n".join(parts), "timing": {"user_code_sec": seconds}}
 
 
 def _xyz(values: Any) -> str:
@@ -259,6 +171,10 @@ def measure(raw: Any, request: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] != ["serve"]:
-        sys.exit("usage: worker.py serve")
-    serve()
+    if sys.argv[1:] != ["start"]:
+        sys.exit("usage: worker.py start")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    sys.path.append("/.taskgym-view")
+    import workerloop
+
+    sys.exit(workerloop.start(STATE, KEY_FILE, handle, warm))
