@@ -9,13 +9,14 @@ one-shot commands for grading. Every backend passes the same conformance suite
 from __future__ import annotations
 
 import abc
+import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Backend", "ExecResult", "ResourceUsage", "SandboxSpec", "Session"]
+__all__ = ["Backend", "ExecResult", "Prestarted", "ResourceUsage", "SandboxSpec", "Session"]
 
 
 class SandboxSpec(BaseModel):
@@ -137,6 +138,34 @@ class Session(abc.ABC):
         self.close()
 
 
+class Prestarted(abc.ABC):
+    """One command started ahead of time in a fresh sandbox with an empty workspace, holding a
+    unix SEQPACKET socket to the host (:attr:`channel`): what a warm grader waits in (see
+    :mod:`taskgym.sandbox.warm`). It runs once: :meth:`finish` destroys the sandbox."""
+
+    channel: socket.socket
+    """The host's end; the command finds its own in ``TASKGYM_WARM_FD`` (an inherited
+    descriptor) or ``TASKGYM_WARM_SOCKET`` (a path to connect to)."""
+
+    @abc.abstractmethod
+    def copy_in(self, seed: Path) -> None:
+        """Copy the folder ``seed`` into the (empty) workspace, owned by the sandbox user."""
+
+    @abc.abstractmethod
+    def finish(self, timeout: float) -> tuple[int, bool, ResourceUsage]:
+        """Wait up to ``timeout`` seconds for the command to exit (killing it then), destroy
+        the sandbox and everything in it: (exit status, timed out, resources used)."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Destroy the sandbox unused. Idempotent."""
+
+    @property
+    @abc.abstractmethod
+    def alive(self) -> bool:
+        """Whether the command still runs."""
+
+
 class Backend(abc.ABC):
     """Where sandboxes run: owns isolation, limits and cleanup."""
 
@@ -165,3 +194,9 @@ class Backend(abc.ABC):
         ``pass_fds`` are host file descriptors the command inherits under the same
         numbers: channels it reports through (grading results) that nothing else holds.
         """
+
+    def prestart(self, spec: SandboxSpec, argv: list[str]) -> Prestarted:
+        """Start ``argv`` in a fresh sandbox of ``spec`` with an empty workspace, to be given
+        its workspace later (:class:`Prestarted`). Backends without it raise
+        ``NotImplementedError``."""
+        raise NotImplementedError(f"the {self.name} backend cannot pre-start sandboxes")
