@@ -45,6 +45,7 @@ from taskgym.sandbox import (
     backend_config,
     get_backend,
 )
+from taskgym.sandbox.warm import close_warm_graders
 
 __all__ = ["TaskEnv"]
 
@@ -385,6 +386,8 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
     def close(self) -> None:
         self._over = True
         self._end_session()
+        if self._backend is not None:
+            close_warm_graders(self._backend)
         super().close()
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec
 from taskgym.sandbox.cleanup import runtime_root
-from taskgym.sandbox.warm import run_warm
+from taskgym.sandbox.warm import pool_size, run_warm
 
 __all__ = ["GraderRun", "REPORT_LIMIT", "run_grader"]
 
@@ -66,8 +66,8 @@ def run_grader(backend: Backend, spec: SandboxSpec, argv: list[str], *, seed: Pa
 
     ``preload``: modules the grader script (``argv`` is ``python3 [options] SCRIPT ...``)
     imports, to be imported ahead of time in a pre-started, single-use sandbox
-    (:mod:`taskgym.sandbox.warm`); ``None``, ``pass_fds``, or a backend that cannot pre-start:
-    the sandbox is started for this grade.
+    (:mod:`taskgym.sandbox.warm`); ``None``, ``pass_fds``, ``TASKGYM_WARM_GRADERS=0`` or a
+    backend that cannot pre-start: the sandbox is started for this grade, with the command.
     """
     nonce = random.token_hex(16)
     records: list[dict[str, Any]] = []
@@ -90,7 +90,7 @@ def run_grader(backend: Backend, spec: SandboxSpec, argv: list[str], *, seed: Pa
         opened.remove(report_r)  # the reader closes it
         reader.start()
         fds = [int(v) for v in env.values()]
-        warm = preload is not None and not pass_fds and _can_prestart(backend)
+        warm = preload is not None and not pass_fds and pool_size() > 0 and _can_prestart(backend)
         try:
             if warm:
                 assert preload is not None

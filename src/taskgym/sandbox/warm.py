@@ -9,12 +9,13 @@ the channel, waits for the script to exit and destroys the sandbox. Each pre-sta
 serves exactly one grade, so the fresh-sandbox guarantee holds (docs/security.md, "Warm
 graders"); what it saves is the import's wall time, not its CPU.
 
-The pool keeps ``TASKGYM_WARM_GRADERS`` (default 1; 0: none, each grade starts its own on the
-spot) sandboxes ready per (backend, spec, command), refilled in the background after each
-grade, for the :data:`MAX_KINDS` most recently used kinds. An entry that died, or whose code
-(the stub, the grader's bound folders) changed since it started, is discarded; an empty pool
-means starting one on the spot, through the same code path. Closing an env closes its
-backend's warm graders (:func:`close_warm_graders`); what is left at exit is closed then.
+The pool keeps ``TASKGYM_WARM_GRADERS`` (default 1; 0 turns warm graders off: each grade
+starts its sandbox with the grader's command, as :meth:`Backend.run` does) sandboxes ready
+per (backend, spec, command), refilled in the background after each grade, for the
+:data:`MAX_KINDS` most recently used kinds. An entry that died, or whose code (the stub, the
+grader's bound folders) changed since it started, is discarded; an empty pool means starting
+one on the spot, through the same code path. Closing an env closes its backend's warm graders
+(:func:`close_warm_graders`); what is left at exit is closed then.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ BOOT_SEC = 300.0
 
 
 def pool_size() -> int:
-    """Warm graders kept per kind: ``TASKGYM_WARM_GRADERS`` (default 1)."""
+    """Warm graders kept per kind: ``TASKGYM_WARM_GRADERS`` (default 1; 0: warm graders off)."""
     text = os.environ.get("TASKGYM_WARM_GRADERS", "1")
     try:
         return max(0, int(text))
