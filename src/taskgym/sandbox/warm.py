@@ -299,6 +299,8 @@ def run_warm(backend: Backend, spec: SandboxSpec, argv: Sequence[str], preload: 
         started = entry.claim(deadline)
     try:
         result, usage = _go(started, spec, seed, deadline, fds, began)
+    except OSError as exc:  # the workspace past the grader's disk cap, a grader gone meanwhile
+        raise SandboxError(f"could not hand the grade to the pre-started grader: {exc}") from exc
     finally:
         started.close()
         pool.refill(pool_size())
