@@ -6,6 +6,8 @@ Each test runs on both backends (``backend`` fixture: local, and docker under -m
 
 from __future__ import annotations
 
+import os
+import signal
 import textwrap
 import time
 from collections.abc import Iterator
@@ -18,7 +20,8 @@ import taskgym
 from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task
 from taskgym.paths import envs_dir
-from taskgym.sandbox import Backend
+from taskgym.sandbox import Backend, SandboxSpec
+from taskgym.sandbox.grading import run_grader
 from taskgym.sandbox.warm import close_warm_graders, warm_pools
 
 pytest.importorskip("cadquery", reason="the cad extra is not installed: pip install 'taskgym[cad]'")
@@ -236,3 +239,50 @@ def test_the_probe_sees_what_the_attack_plants(backend: Backend, cad_tasks: Any)
     for planted in (f"/tmp/{MARK}", f"/app/{MARK}", f"/dev/shm/{MARK}", "process ", "patched Shape.Volume",
                     "patched geometry.properties", "sys.modules", "environment", "workspace"):
         assert planted in reason, (planted, reason)
+
+
+def _versioned_grader(folder: Path, version: int) -> None:
+    folder.mkdir(exist_ok=True)
+    (folder / "helper.py").write_text(f"VERSION = {version}\n")
+    (folder / "g.py").write_text(textwrap.dedent("""
+        import json, os, sys
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import helper
+        nonce = os.read(int(os.environ["TASKGYM_NONCE_FD"]), 64).decode()
+        with os.fdopen(int(os.environ["TASKGYM_REPORT_FD"]), "w") as report:
+            print(nonce, json.dumps({"version": helper.VERSION, "pid": os.getpid()}), file=report)
+    """))
+
+
+def _run_versioned(backend: Backend, folder: Path) -> dict[str, Any]:
+    run = run_grader(backend, SandboxSpec(ro_binds={str(folder): "/.g"}), ["python3", "-I", "/.g/g.py"],
+                     seed=None, timeout=60, preload=("helper",))
+    assert run.records, run.log()
+    return run.records[0]
+
+
+def test_a_grader_older_than_its_code_is_discarded(backend: Backend, tmp_path: Path) -> None:
+    folder = tmp_path / "grader"
+    _versioned_grader(folder, 1)
+    assert _run_versioned(backend, folder)["version"] == 1
+    _wait_ready(backend)  # a grader that imported helper at version 1 waits now
+    _versioned_grader(folder, 2)
+    stamp = time.time() + 5
+    for path in folder.iterdir():
+        os.utime(path, (stamp, stamp))
+    assert _run_versioned(backend, folder)["version"] == 2
+
+
+def test_a_dead_pre_started_grader_is_replaced_on_the_spot(backend: Backend, tmp_path: Path) -> None:
+    folder = tmp_path / "grader"
+    _versioned_grader(folder, 7)
+    _run_versioned(backend, folder)
+    _wait_ready(backend)
+    waiting = [pid for pid in _grader_processes()
+               if b"/.g/g.py" in Path(f"/proc/{pid}/cmdline").read_bytes()
+               and not Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"bwrap")]
+    assert waiting
+    for pid in waiting:
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(0.5)
+    assert _run_versioned(backend, folder)["version"] == 7
