@@ -214,9 +214,12 @@ def _grader_processes() -> list[int]:
 
 
 def test_no_grader_sandbox_outlives_its_env(backend: Backend) -> None:
-    close_warm_graders(backend)
+    close_warm_graders()  # every backend's, so that the processes counted below are this env's
     env = taskgym.make("cad-cadquery-v0", sandbox=backend)
-    env.reset(options={"task_id": "plate-four-holes"})  # checks the reference: a grade
+    env.reset(options={"task_id": "plate-four-holes"})
+    code = _solution(env.unwrapped.task)  # type: ignore[attr-defined]
+    _, reward, *_ = env.step({"tool": "submit", "args": {"code": code}})
+    assert reward == 1.0
     _wait_ready(backend)
     pools = warm_pools(backend)
     assert pools and sum(p.live() for p in pools) == 1
