@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+
+import pytest
 
 from taskgym.sandbox import Backend, SandboxSpec
 from taskgym.sandbox.grading import run_grader
@@ -22,11 +25,17 @@ print(nonce, json.dumps({"after": True}), file=report)
 """
 
 
-def test_only_nonce_tagged_objects_come_back(backend: Backend, tmp_path: Path) -> None:
+WARM = pytest.mark.parametrize("preload", [None, ("json",)], ids=["cold", "warm"])
+"""Each runner test cold, and through a pre-started grader (taskgym.sandbox.warm)."""
+
+
+@WARM
+def test_only_nonce_tagged_objects_come_back(backend: Backend, tmp_path: Path,
+                                             preload: Sequence[str] | None) -> None:
     (tmp_path / "answer.txt").write_text("42")
     (tmp_path / "grade.py").write_text(GRADER)
     run = run_grader(backend, SandboxSpec(), ["python3", "-I", "grade.py"], seed=tmp_path,
-                     timeout=60, secrets={"TASKGYM_SECRET_FD": b"the reference"})
+                     timeout=60, secrets={"TASKGYM_SECRET_FD": b"the reference"}, preload=preload)
     assert run.result.exit_code == 0, run.log()
     seen = run.records[0]
     assert seen["secret"] == "the reference"
@@ -37,10 +46,11 @@ def test_only_nonce_tagged_objects_come_back(backend: Backend, tmp_path: Path) -
     assert len(run.records) == 3
 
 
-def test_a_grader_that_reports_nothing_gives_no_records(backend: Backend,
-                                                         tmp_path: Path) -> None:
+@WARM
+def test_a_grader_that_reports_nothing_gives_no_records(backend: Backend, tmp_path: Path,
+                                                         preload: Sequence[str] | None) -> None:
     (tmp_path / "grade.py").write_text("import sys; print('all tests passed'); sys.exit(0)")
     run = run_grader(backend, SandboxSpec(), ["python3", "-I", "grade.py"], seed=tmp_path,
-                     timeout=60)
+                     timeout=60, preload=preload)
     assert run.records == [] and run.final() is None
     assert "all tests passed" in run.log()

@@ -53,6 +53,7 @@ from taskgym.sandbox import (
 )
 from taskgym.sandbox.blocking import run_blocking
 from taskgym.sandbox.os_errors import resource_error
+from taskgym.sandbox.warm import close_warm_graders
 
 if TYPE_CHECKING:
     from typing import Self
@@ -581,6 +582,8 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
     def close(self) -> None:
         self._over = True
         self._end_session()
+        if self._backend is not None:
+            close_warm_graders(self._backend)
         super().close()
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import functools
+import socket
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,7 +26,9 @@ from taskgym.sandbox.os_errors import guard_class
 if TYPE_CHECKING:
     from taskgym.sandbox.snapshot import SessionSnapshot
 
-__all__ = ["CONCURRENT_AEXEC", "Backend", "ExecResult", "ResourceUsage", "SandboxSpec", "Session"]
+
+__all__ = ["CONCURRENT_AEXEC", "Backend", "ExecResult", "Prestarted", "ResourceUsage", "SandboxSpec",
+           "Session"]
 
 CONCURRENT_AEXEC = (
     "aexec was called on a session whose previous command is still running; a session runs "
@@ -221,6 +224,34 @@ class Session(abc.ABC):
         self.close()
 
 
+class Prestarted(abc.ABC):
+    """One command started ahead of time in a fresh sandbox with an empty workspace, holding a
+    unix SEQPACKET socket to the host (:attr:`channel`): what a warm grader waits in (see
+    :mod:`taskgym.sandbox.warm`). It runs once: :meth:`finish` destroys the sandbox."""
+
+    channel: socket.socket
+    """The host's end; the command finds its own in ``TASKGYM_WARM_FD`` (an inherited
+    descriptor) or ``TASKGYM_WARM_SOCKET`` (a path to connect to)."""
+
+    @abc.abstractmethod
+    def copy_in(self, seed: Path) -> None:
+        """Copy the folder ``seed`` into the (empty) workspace, owned by the sandbox user."""
+
+    @abc.abstractmethod
+    def finish(self, timeout: float) -> tuple[int, bool, ResourceUsage]:
+        """Wait up to ``timeout`` seconds for the command to exit (killing it then), destroy
+        the sandbox and everything in it: (exit status, timed out, resources used)."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Destroy the sandbox unused. Idempotent."""
+
+    @property
+    @abc.abstractmethod
+    def alive(self) -> bool:
+        """Whether the command still runs."""
+
+
 class Backend(abc.ABC):
     """Where sandboxes run: owns isolation, limits and cleanup."""
 
@@ -234,7 +265,7 @@ class Backend(abc.ABC):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """``start`` and ``run`` raise :class:`SandboxError` subclasses, never ``OSError``."""
         super().__init_subclass__(**kwargs)
-        guard_class(cls, ("start", "run", "fork"))
+        guard_class(cls, ("start", "run", "fork", "prestart"))
 
     @abc.abstractmethod
     def start(self, spec: SandboxSpec, seed: Path | None = None) -> Session:
@@ -278,3 +309,9 @@ class Backend(abc.ABC):
         numbers: channels it reports through (grading results) that nothing else holds.
         Raises as :meth:`start` does; the command failing or timing out is a result.
         """
+
+    def prestart(self, spec: SandboxSpec, argv: list[str]) -> Prestarted:
+        """Start ``argv`` in a fresh sandbox of ``spec`` with an empty workspace, to be given
+        its workspace later (:class:`Prestarted`). Backends without it raise
+        ``NotImplementedError``."""
+        raise NotImplementedError(f"the {self.name} backend cannot pre-start sandboxes")

@@ -29,6 +29,7 @@ from typing import Any
 
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec
 from taskgym.sandbox.cleanup import runtime_root
+from taskgym.sandbox.warm import pool_size, run_warm
 
 __all__ = ["GraderRun", "REPORT_LIMIT", "run_grader"]
 
@@ -57,11 +58,16 @@ class GraderRun:
 
 def run_grader(backend: Backend, spec: SandboxSpec, argv: list[str], *, seed: Path | None,
                timeout: float, secrets: Mapping[str, bytes] | None = None,
-               pass_fds: Sequence[int] = ()) -> GraderRun:
+               pass_fds: Sequence[int] = (), preload: Sequence[str] | None = None) -> GraderRun:
     """Run ``argv`` in a fresh sandbox of ``spec`` seeded from ``seed`` and collect its report.
 
     ``secrets`` maps an environment variable name to bytes the grader may read from the
     descriptor that variable names; they never exist as a file in any sandbox.
+
+    ``preload``: modules the grader script (``argv`` is ``python3 [options] SCRIPT ...``)
+    imports, to be imported ahead of time in a pre-started, single-use sandbox
+    (:mod:`taskgym.sandbox.warm`); ``None``, ``pass_fds``, ``TASKGYM_WARM_GRADERS=0`` or a
+    backend that cannot pre-start: the sandbox is started for this grade, with the command.
     """
     nonce = random.token_hex(16)
     records: list[dict[str, Any]] = []
@@ -84,10 +90,16 @@ def run_grader(backend: Backend, spec: SandboxSpec, argv: list[str], *, seed: Pa
         opened.remove(report_r)  # the reader closes it
         reader.start()
         fds = [int(v) for v in env.values()]
-        spec = spec.model_copy(update={"env": {**spec.env, **env}})
+        warm = preload is not None and not pass_fds and pool_size() > 0 and _can_prestart(backend)
         try:
-            result, usage = backend.run(spec, argv, seed=seed, timeout=timeout,
-                                        pass_fds=[*fds, *pass_fds])
+            if warm:
+                assert preload is not None
+                result, usage = run_warm(backend, spec, argv, preload, seed=seed, timeout=timeout,
+                                         fds={name: int(v) for name, v in env.items()})
+            else:
+                spec = spec.model_copy(update={"env": {**spec.env, **env}})
+                result, usage = backend.run(spec, argv, seed=seed, timeout=timeout,
+                                            pass_fds=[*fds, *pass_fds])
         finally:
             os.close(report_w)
             opened.remove(report_w)
@@ -96,6 +108,10 @@ def run_grader(backend: Backend, spec: SandboxSpec, argv: list[str], *, seed: Pa
         for fd in opened:
             os.close(fd)
     return GraderRun(result, usage, records)
+
+
+def _can_prestart(backend: Backend) -> bool:
+    return type(backend).prestart is not Backend.prestart
 
 
 def _secret_descriptor(content: bytes) -> int:

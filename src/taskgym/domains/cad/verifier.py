@@ -28,6 +28,8 @@ __all__ = ["CHECK_PENALTY", "INSIDE_DIR", "INSIDE_MOUNT", "check_reference", "gr
 INSIDE_DIR = Path(__file__).parent / "inside"
 """Scripts that run inside sandboxes (worker, grader, geometry, render)."""
 INSIDE_MOUNT = "/.cad"
+PRELOAD = ("geometry", "compare", "scipy.spatial")
+"""What a pre-started grader imports before its grade (taskgym.sandbox.warm): CadQuery with it."""
 
 
 CHECK_PENALTY = 0.5
@@ -128,7 +130,7 @@ def _grade(task: Task, backend: Backend, code: bytes | None
         run = run_grader(backend, spec, ["python3", "-I", "-B", f"{INSIDE_MOUNT}/grade.py"],
                          seed=Path(tmp), timeout=limits.verifier_timeout_sec,
                          secrets={"TASKGYM_SECRET_FD": json.dumps(secret).encode() + b"\n"
-                                  + reference.read_bytes()})
+                                  + reference.read_bytes()}, preload=PRELOAD)
     common: dict[str, Any] = {"verifier_seconds": round(run.result.duration_sec, 3),
                               "verifier_cpu_seconds": round(run.usage.cpu_sec, 3)}
     record = run.records[0] if run.records else None

@@ -93,7 +93,8 @@ def grade_file(task: Task, name: str, data: bytes, backend: Backend,
         (Path(tmp) / name).write_bytes(data)
         run = run_grader(backend, spec, ["python3", "-I", "-B", "/.mesh/grade.py", name],
                          seed=Path(tmp), timeout=limits.verifier_timeout_sec,
-                         secrets={"TASKGYM_SECRET_FD": secret})
+                         secrets={"TASKGYM_SECRET_FD": secret},
+                         preload=("meshlib", "scipy.spatial", "scipy.optimize"))
     common: dict[str, Any] = {"verifier_seconds": round(run.result.duration_sec, 3),
                               "verifier_cpu_seconds": round(run.usage.cpu_sec, 3)}
     record = run.final()

@@ -41,6 +41,7 @@ from taskgym.sandbox.docker.images import (
     image_exists,
 )
 from taskgym.sandbox.docker.pool import Pool
+from taskgym.sandbox.docker.prestart import DockerPrestarted
 from taskgym.sandbox.docker.session import LIVE_SESSIONS, DockerSession
 from taskgym.sandbox.procs import SANDBOX_UID
 
@@ -168,13 +169,27 @@ class DockerBackend(Backend):
     def _fresh(self, spec: SandboxSpec, seed: Path | None) -> DockerSession:
         """A session in a new container (never from the pool) with ``ro_binds`` copied into
         root-owned folders the sandbox user can read but not change."""
+        container = self.hidden_container(spec)
+        try:
+            shell = Shell(container, dict(SHELL_ENV))
+        except BaseException:
+            container.close()
+            raise
+        return DockerSession(self, spec, (container, shell), seed)
+
+    def prestart(self, spec: SandboxSpec, argv: list[str]) -> DockerPrestarted:
+        return DockerPrestarted(self, spec, argv)
+
+    def hidden_container(self, spec: SandboxSpec) -> Container:
+        """A new container (never from the pool) with ``ro_binds`` copied into root-owned
+        folders the sandbox user can read but not change."""
         hidden = []
         for host_path, inside in spec.ro_binds.items():
             if not Path(host_path).is_dir():
                 raise ConfigError(f"read-only folder {host_path} does not exist (the docker "
                                   "backend copies folders, not single files)")
             hidden.append((inside, max(16, 2 * _tree_size(Path(host_path)) // (1 << 20) + 1)))
-        container, shell = self.prepare(self.shape(spec, tuple(hidden)))
+        container = Container(self.api, self.shape(spec, tuple(hidden)), self.owner)
         try:
             for host_path, inside in spec.ro_binds.items():
                 fd = os.open(container.root + inside, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -183,10 +198,9 @@ class DockerBackend(Backend):
                 finally:
                     os.close(fd)
         except BaseException:
-            shell.close()
             container.close()
             raise
-        return DockerSession(self, spec, (container, shell), seed)
+        return container
 
     def run(
         self,

@@ -65,7 +65,7 @@ class DockerSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
                 os.close(control)
             if seed is not None:
                 _fs.copy_in(seed, self._root_fd)
-                _own_tree(self._root_fd)
+                own_tree(self._root_fd)
             self._bootstrap()
         except BaseException:
             self.close()
@@ -264,7 +264,7 @@ class DockerSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
 LIVE_SESSIONS: weakref.WeakSet[DockerSession] = weakref.WeakSet()
 
 
-def _own_tree(root_fd: int) -> None:
+def own_tree(root_fd: int) -> None:
     """Give the sandbox user everything under ``root_fd`` (copied in by root)."""
     for _dirpath, dirnames, filenames, dfd in os.fwalk(".", dir_fd=root_fd, follow_symlinks=False):
         for name in (*dirnames, *filenames):

@@ -35,6 +35,7 @@ from taskgym.sandbox.output import decode_capped
 from taskgym.sandbox.procs import start_tick, wait_gone
 
 if TYPE_CHECKING:
+    from taskgym.sandbox.local.prestart import LocalPrestarted
     from taskgym.sandbox.local.session import LocalSession
 
 __all__ = ["Launched", "LocalBackend", "raise_open_files_limit"]
@@ -180,6 +181,11 @@ class LocalBackend(Backend):
         from taskgym.sandbox.local.session import LocalSession
 
         return LocalSession(self, spec, seed)
+
+    def prestart(self, spec: SandboxSpec, argv: list[str]) -> LocalPrestarted:
+        from taskgym.sandbox.local.prestart import LocalPrestarted
+
+        return LocalPrestarted(self, spec, argv)
 
     def run(
         self,

@@ -1,0 +1,355 @@
+"""Warm graders: pre-started, single-use grader sandboxes that imported their libraries already.
+
+A grade that names modules to ``preload`` (:func:`taskgym.sandbox.grading.run_grader`) runs
+its script through ``inside/warm_grader.py`` in a sandbox started ahead of time with the
+grader's spec and an empty workspace. That sandbox imported the modules (CadQuery, trimesh)
+before any agent data existed in it; at grade time the host copies the workspace in, sends the
+"go" message carrying the grade's descriptors (nonce, report, secrets, stdout, stderr) over
+the channel, waits for the script to exit and destroys the sandbox. Each pre-started sandbox
+serves exactly one grade, so the fresh-sandbox guarantee holds (docs/security.md, "Warm
+graders"); what it saves is the import's wall time, not its CPU.
+
+The pool keeps ``TASKGYM_WARM_GRADERS`` (default 1; 0 turns warm graders off: each grade
+starts its sandbox with the grader's command, as :meth:`Backend.run` does) sandboxes ready
+per (backend, spec, command), refilled in the background after each grade, for the
+:data:`MAX_KINDS` most recently used kinds. An entry that died, or whose code (the stub, the
+grader's bound folders) changed since it started, is discarded; an empty pool means starting
+one on the spot, through the same code path. Closing an env closes its backend's warm graders
+(:func:`close_warm_graders`); what is left at exit is closed then.
+"""
+
+from __future__ import annotations
+
+import array
+import atexit
+import contextlib
+import hashlib
+import json
+import os
+import queue
+import socket
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from taskgym.errors import ConfigError, SandboxError
+from taskgym.sandbox.base import Backend, ExecResult, Prestarted, ResourceUsage, SandboxSpec
+from taskgym.sandbox.output import decode_capped
+
+__all__ = ["MAX_KINDS", "STUB_MOUNT", "WarmPool", "close_warm_graders", "pool_size", "prestart",
+           "run_warm", "warm_pools"]
+
+STUB_DIR = Path(__file__).parent / "inside"
+STUB_MOUNT = "/.taskgym-warm"
+MAX_KINDS = 4
+"""Kinds of grader (backend, spec, command) kept warm at once; the least recently used goes."""
+BOOT_SEC = 300.0
+"""Longest a pre-started grader may take to import its modules."""
+
+
+def pool_size() -> int:
+    """Warm graders kept per kind: ``TASKGYM_WARM_GRADERS`` (default 1; 0: warm graders off)."""
+    text = os.environ.get("TASKGYM_WARM_GRADERS", "1")
+    try:
+        return max(0, int(text))
+    except ValueError:
+        raise ConfigError(f"TASKGYM_WARM_GRADERS must be a whole number, not {text!r}") from None
+
+
+class _Entry:
+    """One pre-started grader, booting (in a thread, or inline) until :attr:`done`."""
+
+    def __init__(self, version: str) -> None:
+        self.version = version
+        self.done = threading.Event()
+        self.started: Prestarted | None = None
+        self.booting: Prestarted | None = None
+        self.error = ""
+        self.lock = threading.Lock()
+        self.discarded = False
+
+    def boot(self, backend: Backend, spec: SandboxSpec, argv: list[str],
+             timeout: float = BOOT_SEC) -> None:
+        try:
+            started = backend.prestart(spec, argv)
+        except Exception as exc:
+            self.error = f"could not pre-start the grader: {exc}"
+            self.done.set()
+            return
+        with self.lock:
+            self.booting = None if self.discarded else started
+        reply = b"error discarded"
+        if self.booting is not None:
+            try:
+                started.channel.settimeout(max(0.1, timeout))
+                reply = started.channel.recv(1 << 16)
+                started.channel.settimeout(None)
+            except OSError as exc:
+                reply = f"error no answer ({exc})".encode()
+        with self.lock:
+            self.booting = None
+            keep = reply == b"ready" and not self.discarded
+            if keep:
+                self.started = started
+        if not keep:
+            started.close()
+            self.error = ("the pre-started grader failed to import its modules: "
+                          + reply.removeprefix(b"error ").decode(errors="replace")[-2000:])
+        self.done.set()
+
+    def claim(self, deadline: float) -> Prestarted:
+        """The booted sandbox, once ready (waiting until ``deadline``); raises why not."""
+        if not self.done.wait(max(0.0, deadline - time.monotonic())):
+            self.discard()
+            raise SandboxError("the pre-started grader was not ready in time")
+        with self.lock:
+            started, self.started = self.started, None
+            self.discarded = True
+        if started is None:
+            raise SandboxError(self.error or "the pre-started grader was discarded")
+        if not started.alive:
+            started.close()
+            raise SandboxError("the pre-started grader died while waiting")
+        return started
+
+    def discard(self) -> None:
+        with self.lock:
+            self.discarded = True
+            started, self.started = self.started, None
+            if self.booting is not None:  # wakes boot(), which closes it
+                with contextlib.suppress(OSError):
+                    self.booting.channel.shutdown(socket.SHUT_RDWR)
+        if started is not None:
+            started.close()
+
+
+class WarmPool:
+    """Pre-started graders of one kind: ``argv`` in sandboxes of ``spec`` on ``backend``."""
+
+    def __init__(self, backend: Backend, spec: SandboxSpec, argv: list[str]) -> None:
+        self.backend = backend
+        self.spec = spec
+        self.argv = argv
+        self.entries: list[_Entry] = []
+        self.lock = threading.Lock()
+        self.closed = False
+
+    def version(self) -> str:
+        """A digest of the code the grader runs: the stub and every bound folder's files
+        (names, sizes, modification times), and the command."""
+        digest = hashlib.sha256(json.dumps(self.argv).encode())
+        for folder in sorted(self.spec.ro_binds):
+            for path in sorted(Path(folder).rglob("*")):
+                if path.is_file() and "__pycache__" not in path.parts:
+                    stat = path.stat()
+                    digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+        return digest.hexdigest()
+
+    def take(self, version: str) -> _Entry | None:
+        """A pre-started entry of ``version`` (discarding older ones), or ``None``."""
+        stale: list[_Entry] = []
+        found = None
+        with self.lock:
+            while self.entries and found is None:
+                entry = self.entries.pop(0)
+                if entry.version == version:
+                    found = entry
+                else:
+                    stale.append(entry)
+        for entry in stale:
+            entry.discard()
+        return found
+
+    def refill(self, size: int) -> None:
+        """Start booting entries in the background until ``size`` are pre-started."""
+        version = self.version()
+        while True:
+            with self.lock:
+                if self.closed or len(self.entries) >= size:
+                    return
+                entry = _Entry(version)
+                self.entries.append(entry)
+            _boot_later(entry, self.backend, self.spec, self.argv)
+
+    def ready(self, timeout: float) -> bool:
+        """Wait until every entry finished booting (for benchmarks and tests)."""
+        with self.lock:
+            entries = list(self.entries)
+        deadline = time.monotonic() + timeout
+        return all(e.done.wait(max(0.0, deadline - time.monotonic())) for e in entries)
+
+    def live(self) -> int:
+        """Pre-started sandboxes held (booted and not yet used)."""
+        with self.lock:
+            return sum(1 for e in self.entries if e.started is not None)
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+            entries, self.entries = self.entries, []
+        for entry in entries:
+            entry.discard()
+        for entry in entries:  # one still booting closes its sandbox when it is done
+            entry.done.wait(30)
+
+
+_JOBS: queue.Queue[tuple[_Entry, Backend, SandboxSpec, list[str]]] = queue.Queue()
+_BOOTER: list[threading.Thread] = []
+
+
+def _boot_later(entry: _Entry, backend: Backend, spec: SandboxSpec, argv: list[str]) -> None:
+    """Boot ``entry`` in the one booting thread, which lives as long as the process: a local
+    sandbox dies with the thread that started it (bwrap's ``--die-with-parent`` is a parent
+    death signal, sent when that thread ends). Boots run one at a time."""
+    with _LOCK:
+        if not _BOOTER:
+            _BOOTER.append(threading.Thread(target=_booter, daemon=True, name="taskgym-warm-grader"))
+            _BOOTER[0].start()
+    _JOBS.put((entry, backend, spec, argv))
+
+
+def _booter() -> None:
+    while True:
+        entry, backend, spec, argv = _JOBS.get()
+        if entry.discarded:
+            entry.done.set()
+        else:
+            entry.boot(backend, spec, argv)
+
+
+_POOLS: OrderedDict[tuple[int, str], WarmPool] = OrderedDict()
+_LOCK = threading.Lock()
+
+
+def _pool(backend: Backend, spec: SandboxSpec, argv: list[str]) -> WarmPool:
+    key = (id(backend), json.dumps([spec.model_dump(mode="json"), argv]))
+    evicted = []
+    with _LOCK:
+        pool = _POOLS.get(key)
+        if pool is None or pool.backend is not backend:
+            pool = _POOLS[key] = WarmPool(backend, spec, argv)
+        _POOLS.move_to_end(key)
+        while len(_POOLS) > MAX_KINDS:
+            evicted.append(_POOLS.popitem(last=False)[1])
+    for old in evicted:
+        old.close()
+    return pool
+
+
+def stub_command(spec: SandboxSpec, argv: Sequence[str], preload: Sequence[str]
+                 ) -> tuple[SandboxSpec, list[str]]:
+    """The grader's spec (without its environment, which the go message carries, and with the
+    stub's folder bound) and the stub's command for ``argv`` (``python3 [options] SCRIPT
+    [ARGS]``)."""
+    count = next((i for i, a in enumerate(argv[1:]) if not a.startswith("-")), len(argv) - 1)
+    options, rest = list(argv[1:1 + count]), list(argv[1 + count:])
+    if not rest or {"-c", "-m"} & set(options):
+        raise ConfigError(f"a warm grader runs a script (python3 [options] SCRIPT ...), not {argv!r}")
+    spec = spec.model_copy(update={"env": {}, "ro_binds": {**spec.ro_binds, str(STUB_DIR): STUB_MOUNT}})
+    return spec, [argv[0], *options, f"{STUB_MOUNT}/warm_grader.py", ",".join(preload), *rest]
+
+
+def prestart(backend: Backend, spec: SandboxSpec, argv: Sequence[str], preload: Sequence[str]) -> None:
+    """Begin pre-starting graders of this kind now (e.g. at reset, so that the import overlaps
+    the agent's episode); a no-op when the pool is full or disabled."""
+    size = pool_size()
+    if size:
+        _pool(backend, *stub_command(spec, argv, preload)).refill(size)
+
+
+def warm_pools(backend: Backend | None = None) -> list[WarmPool]:
+    """The live pools (of ``backend``, or all)."""
+    with _LOCK:
+        return [p for p in _POOLS.values() if backend is None or p.backend is backend]
+
+
+def close_warm_graders(backend: Backend | None = None) -> None:
+    """Close the pre-started graders of ``backend`` (of every backend when ``None``)."""
+    with _LOCK:
+        keys = [k for k, p in _POOLS.items() if backend is None or p.backend is backend]
+        pools = [_POOLS.pop(k) for k in keys]
+    for pool in pools:
+        pool.close()
+
+
+atexit.register(close_warm_graders)
+
+
+def run_warm(backend: Backend, spec: SandboxSpec, argv: Sequence[str], preload: Sequence[str], *,
+             seed: Path | None, timeout: float, fds: Mapping[str, int]
+             ) -> tuple[ExecResult, ResourceUsage]:
+    """Run ``argv`` in a pre-started grader (one started now when none is ready): copy ``seed``
+    in, send ``spec.env`` and the descriptors ``fds`` (name -> host descriptor; the script
+    finds each number in the variable of that name), collect its output, destroy it."""
+    began = time.monotonic()
+    deadline = began + timeout
+    stub_spec, command = stub_command(spec, argv, preload)
+    pool = _pool(backend, stub_spec, command)
+    version = pool.version()
+    entry = pool.take(version)
+    started: Prestarted | None = None
+    if entry is not None:
+        with contextlib.suppress(SandboxError):
+            started = entry.claim(deadline)
+    if started is None:  # none ready: start one on the spot, the same way
+        entry = _Entry(version)
+        entry.boot(backend, stub_spec, command, deadline - time.monotonic())
+        started = entry.claim(deadline)
+    try:
+        result, usage = _go(started, spec, seed, deadline, fds, began)
+    except OSError as exc:  # the workspace past the grader's disk cap, a grader gone meanwhile
+        raise SandboxError(f"could not hand the grade to the pre-started grader: {exc}") from exc
+    finally:
+        started.close()
+        pool.refill(pool_size())
+    return result, usage
+
+
+def _go(started: Prestarted, spec: SandboxSpec, seed: Path | None, deadline: float,
+        fds: Mapping[str, int], began: float) -> tuple[ExecResult, ResourceUsage]:
+    if seed is not None:
+        started.copy_in(seed)
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    readers = [_Reader(out_r, spec.stream_limit_bytes), _Reader(err_r, spec.stream_limit_bytes)]
+    try:
+        message = json.dumps({"env": dict(spec.env), "fds": ["stdout", "stderr", *fds]}).encode()
+        started.channel.sendmsg([message], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                             array.array("i", [out_w, err_w, *fds.values()]))])
+    finally:
+        os.close(out_w)
+        os.close(err_w)
+    started.channel.close()
+    code, timed_out, usage = started.finish(deadline - time.monotonic())
+    out, err = (reader.result() for reader in readers)
+    cap = spec.output_limit_bytes
+    result = ExecResult(stdout=decode_capped(out, cap), stderr=decode_capped(err, cap),
+                        exit_code=124 if timed_out else code,
+                        duration_sec=time.monotonic() - began, timed_out=timed_out,
+                        truncated=len(out) > cap or len(err) > cap)
+    return result, usage
+
+
+class _Reader:
+    """Reads a pipe to its end in a thread, keeping ``limit`` bytes."""
+
+    def __init__(self, fd: int, limit: int) -> None:
+        self.fd = fd
+        self.limit = limit
+        self.data = bytearray()
+        self.thread = threading.Thread(target=self._read, daemon=True, name="taskgym-warm-output")
+        self.thread.start()
+
+    def _read(self) -> None:
+        try:
+            while chunk := os.read(self.fd, 1 << 16):
+                if len(self.data) < self.limit:
+                    self.data += chunk[: self.limit - len(self.data)]
+        finally:
+            os.close(self.fd)
+
+    def result(self) -> bytes:
+        self.thread.join(timeout=10)
+        return bytes(self.data)
