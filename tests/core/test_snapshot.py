@@ -435,8 +435,8 @@ def test_a_multi_step_tasks_progress_travels() -> None:
         assert early.last_reward is not None and early.last_reward.components == {
             "step_create": 1.0, "step_extend": 0.0, "steps_graded": 2.0}
         assert not late.is_over and not env.is_over  # early's grades are not theirs
-        assert late.episode_state()["step_run"].results == env.episode_state()["step_run"].results
-        assert len(late.episode_state()["step_run"].results) == 1
+        assert late.episode_state()["_step_run"].results == env.episode_state()["_step_run"].results
+        assert len(late.episode_state()["_step_run"].results) == 1
         late.close()
         early.close()
     finally:

@@ -18,6 +18,7 @@ env, not something the agent did. It ends the episode ungraded (``truncated=True
 from __future__ import annotations
 
 import abc
+import copy
 import difflib
 import errno
 import functools
@@ -123,6 +124,9 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
     """The observation the episode was at when its snapshot was taken, after :meth:`restore`
     or :meth:`fork` (for replayed prefixes and :func:`taskgym.rollouts.group`: the last
     step's); ``None`` when the snapshot did not record one."""
+    episode_attributes: ClassVar[tuple[str, ...]] = ()
+    """Attributes holding the domain's own state of an episode (a multi-step task's progress),
+    carried by :meth:`snapshot`, :meth:`restore` and :meth:`fork`."""
 
     _init_args: tuple[tuple[Any, ...], dict[str, Any]]
 
@@ -537,13 +541,17 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         return twin
 
     def episode_state(self) -> dict[str, Any]:
-        """The domain's own state of the running episode, for :meth:`snapshot` (none here;
-        a domain with more, such as a multi-step task's progress, overrides this and
-        :meth:`restore_episode_state`). Values are copied, never shared with the episode."""
-        return {}
+        """The domain's own state of the running episode, for :meth:`snapshot`: a deep copy of
+        each attribute :attr:`episode_attributes` names (the task itself is shared, not copied)."""
+        return {name: copy.deepcopy(getattr(self, name), {id(self.task): self.task})
+                for name in self.episode_attributes}
 
     def restore_episode_state(self, state: dict[str, Any]) -> None:
-        """Take back what :meth:`episode_state` returned (a restore or a fork)."""
+        """Take back what :meth:`episode_state` returned (a restore or a fork), copied again so
+        that one snapshot can be restored many times."""
+        for name in self.episode_attributes:
+            if name in state:
+                setattr(self, name, copy.deepcopy(state[name], {id(self.task): self.task}))
 
     @property
     def is_over(self) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ class CodingEnv(TaskEnv):
     generated_size = 60
     _step_run: StepRun | None = None
     """Where the episode is in a multi-step task (``None`` for a task of one step)."""
+    episode_attributes = ("_step_run",)
 
     def make_tools(self) -> list[Tool]:
         return [*shell_tools(lambda: self.session, self.command_timeout),
@@ -64,16 +64,6 @@ class CodingEnv(TaskEnv):
                 raise ConfigError(f"{self.task.path}: {problem}")
             info["step_name"] = self._step_run.name
         return obs, info
-
-    def episode_state(self) -> dict[str, Any]:
-        """A multi-step task's progress (its step and grades so far), for snapshots."""
-        run = self._step_run
-        return {"step_run": None if run is None else
-                dataclasses.replace(run, results=list(run.results))}
-
-    def restore_episode_state(self, state: dict[str, Any]) -> None:
-        run = state.get("step_run")
-        self._step_run = None if run is None else dataclasses.replace(run, results=list(run.results))
 
     def _submit(self, _args: SubmitArgs) -> ToolResult:
         run = self._step_run
