@@ -119,6 +119,18 @@ async def _episode(env: TaskEnv, i: int, errors: list[str]) -> None:
         await env.aclose()
 
 
+def _settle_fds(quiet_sec: float = 2.0, limit_sec: float = 60.0) -> None:
+    """Wait until this process's descriptor count has not changed for ``quiet_sec`` (what a
+    backend refills in the background is in place), at most ``limit_sec``."""
+    deadline = time.monotonic() + limit_sec
+    count, since = _fd_count(), time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - since < quiet_sec:
+        time.sleep(0.1)
+        now = _fd_count()
+        if now != count:
+            count, since = now, time.monotonic()
+
+
 def _concurrent_episodes(n: int, warm_up: bool = False, **make: Any) -> None:
     """``n`` episodes at once on one loop: no error, and nothing left afterwards. With
     ``warm_up``, a first round fills what a backend keeps between episodes (the docker
@@ -136,11 +148,11 @@ def _concurrent_episodes(n: int, warm_up: bool = False, **make: Any) -> None:
 
     if warm_up:
         one_round()
-        time.sleep(2)  # the pool refills in the background
+        _settle_fds()  # the pool refills in the background: count once it is done
     fds, children, dirs = _fd_count(), _children(), _ours()
     one_round()
     assert errors == []
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (_children() - children or _fd_count() > fds):
         time.sleep(0.1)
     assert _children() - children == set()
