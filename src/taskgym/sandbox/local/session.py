@@ -10,9 +10,7 @@ import functools
 import os
 import secrets
 import select
-import signal
 import socket
-import subprocess
 import tempfile
 import threading
 import time
@@ -28,7 +26,6 @@ from taskgym.sandbox._commands import (
     BAD_STATUS_NOTE,
     CONTROL_DIR,
     STATUS_FD,
-    STATUS_MAX,
     BadStatus,
     CommandFile,
     output_cap_note,
@@ -37,18 +34,22 @@ from taskgym.sandbox.base import CONCURRENT_AEXEC, ExecResult, ResourceUsage, Sa
 from taskgym.sandbox.blocking import submit_blocking
 from taskgym.sandbox.cleanup import runtime_root
 from taskgym.sandbox.local.launch import Launched, LocalBackend
+from taskgym.sandbox.local.protocol import (
+    REWIND_AT,
+    RUNAWAY_CHECK_SEC,
+    dead_shell,
+    kill_started,
+    open_output,
+    output_full,
+    parse_status,
+    read_capped,
+    readable,
+)
 from taskgym.sandbox.os_errors import resource_error
-from taskgym.sandbox.output import join_cut
-from taskgym.sandbox.procs import children, sandbox_processes, ticks_at
+from taskgym.sandbox.procs import children, sandbox_processes
 from taskgym.sandbox.snapshot import SnapshotSupport
 
 __all__ = ["LocalSession"]
-
-_RUNAWAY_CHECK_SEC = 0.25
-"""How often a running command's output files are checked against the stream limit."""
-
-_REWIND_AT = 1 << 16
-"""Output files are emptied before a command once this much has been read from them."""
 
 _Steps = Generator["float | Callable[[], Any]", Any, ExecResult]
 """A command's protocol as a generator (:meth:`LocalSession._protocol`)."""
@@ -154,8 +155,8 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
                 self._cmd_fd = os.open("cmd", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644,
                                        dir_fd=control)
                 self._commands = CommandFile(self._cmd_fd)
-                self._out_fd = _open_output("o/out", control)
-                self._err_fd = _open_output("e/err", control)
+                self._out_fd = open_output("o/out", control)
+                self._err_fd = open_output("e/err", control)
                 self._out_off = self._err_off = 0
             finally:
                 os.close(control)
@@ -268,10 +269,10 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
             self._restart()
         # the files are emptied only now and then: a command's output is what follows
         # the offset read up to (output of background jobs shows up as in a terminal)
-        if self._out_off >= _REWIND_AT:
+        if self._out_off >= REWIND_AT:
             os.ftruncate(self._out_fd, 0)
             self._out_off = 0
-        if self._err_off >= _REWIND_AT:
+        if self._err_off >= REWIND_AT:
             os.ftruncate(self._err_fd, 0)
             self._err_off = 0
         self._seq += 1
@@ -302,7 +303,7 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
                     result: ExecResult = stop.value
                     return result
                 if isinstance(request, float):
-                    answer = await _readable(loop, self._status, request)
+                    answer = await readable(loop, self._status, request)
                 else:
                     answer = await self._in_pool(request)
         except BaseException:  # cancelled mid-command: the shell's state is unknown
@@ -344,14 +345,14 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
                     hung = True
                     break
                 timed_out = True
-                yield functools.partial(self._kill_started, since)
+                yield functools.partial(kill_started, self._proc, since)
                 give_up = now + 2.0
                 continue
             # wake up now and then to stop runaway output; a quick command answers first
-            if not (yield min(wait_until - now, _RUNAWAY_CHECK_SEC)):
-                if not runaway and since is not None and self._output_full():
+            if not (yield min(wait_until - now, RUNAWAY_CHECK_SEC)):
+                if not runaway and since is not None and output_full(self.spec, self._out_fd, self._err_fd):
                     runaway = True
-                    yield functools.partial(self._kill_started, since)
+                    yield functools.partial(kill_started, self._proc, since)
                 continue
             chunk = _gil_held.read(self._status, 4096)
             if not chunk:  # the shell is gone
@@ -359,19 +360,19 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
                 break
             status += chunk
             try:
-                code = self._find_status(status)
+                code = parse_status(status, self._tag, self._seq)
             except BadStatus:
                 bad_status = hung = True  # the agent's doing: a fresh shell, as for a hung one
         restarted = dead or hung
         bwrap_err = b""
         if dead and self._proc is not None:
-            code, bwrap_err = yield self._dead_shell
+            code, bwrap_err = yield functools.partial(dead_shell, self._proc, self._bwrap_err)
         cap = self.spec.output_limit_bytes
-        out, self._out_off, out_cut = _read_capped(self._out_fd, self._out_off, cap)
-        err, self._err_off, err_cut = _read_capped(self._err_fd, self._err_off, cap)
+        out, self._out_off, out_cut = read_capped(self._out_fd, self._out_off, cap)
+        err, self._err_off, err_cut = read_capped(self._err_fd, self._err_off, cap)
         if (not runaway and since is not None
-                and (out_cut or err_cut or self.spec.stream_limit_bytes <= _REWIND_AT + cap)
-                and self._output_full()):
+                and (out_cut or err_cut or self.spec.stream_limit_bytes <= REWIND_AT + cap)
+                and output_full(self.spec, self._out_fd, self._err_fd)):
             runaway = True  # the writer met the full file and gave up before the next check
         if runaway:
             err += output_cap_note(self.spec.stream_limit_bytes)
@@ -385,56 +386,6 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
             duration_sec=time.monotonic() - started, timed_out=timed_out,
             truncated=runaway or out_cut or err_cut, restarted=restarted,
         )
-
-    def _dead_shell(self) -> tuple[int | None, bytes]:
-        """The exit status of the dead shell's sandbox and what bubblewrap said (blocks up
-        to a second)."""
-        assert self._proc is not None
-        code: int | None = None
-        bwrap_err = b""
-        with contextlib.suppress(subprocess.TimeoutExpired, OSError):
-            code = self._proc.proc.wait(timeout=1.0)
-        with contextlib.suppress(OSError):
-            bwrap_err = os.read(self._bwrap_err, 65536)
-        return code, bwrap_err
-
-    def _find_status(self, buf: bytes) -> int | None:
-        """The exit status in ``buf`` once it holds the whole status line of this command
-        (``<tag><status> <sequence number>``); ``None`` while it is a beginning of one.
-
-        Raises :class:`BadStatus` for anything else: bytes a command wrote on the channel
-        (through bash's saved copy, which its builtins can reach), an earlier command's
-        line, or more than one line.
-        """
-        end = buf.find(b"\n")
-        if end < 0:
-            if len(buf) > STATUS_MAX or not self._tag.startswith(buf[: len(self._tag)]):
-                raise BadStatus(buf)
-            return None
-        line = buf[:end]
-        suffix = b" %d" % self._seq
-        code = line[len(self._tag) : len(line) - len(suffix)]
-        if (end + 1 != len(buf) or not line.startswith(self._tag) or not line.endswith(suffix)
-                or not code.isdigit() or len(code) > 3):
-            raise BadStatus(buf)
-        return int(code)
-
-    def _output_full(self) -> bool:
-        """Whether the command filled its stdout or stderr file (runaway output)."""
-        full = self.spec.stream_limit_bytes - 4096  # a tmpfs is full to the page
-        return any(os.fstat(fd).st_size >= full for fd in (self._out_fd, self._err_fd))
-
-    def _kill_started(self, since: float) -> None:
-        """SIGKILL every process of this sandbox started at or after ``since`` (monotonic)."""
-        if self._proc is None:
-            return
-        since_tick = ticks_at(since)
-        keep = {self._proc.init_pid, self._proc.proc.pid}
-        keep.update(children(self._proc.init_pid))  # the shell itself
-        for pid, start in sandbox_processes(self._proc.pidns):
-            if pid not in keep and start >= since_tick:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
 
     # -- snapshots (taskgym.sandbox.snapshot) --------------------------------------------
     def _control_path(self) -> str:
@@ -462,43 +413,3 @@ def _close_all() -> None:
     for session in list(_LIVE):
         with contextlib.suppress(Exception):
             session.close()
-
-
-# -- helpers ----------------------------------------------------------------------------
-
-def _open_output(name: str, control: int) -> int:
-    """The host's descriptor of an output file; without access-time updates where allowed
-    (each step reads a file the shell has just written, which would dirty its inode)."""
-    flags = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        return os.open(name, flags | os.O_NOATIME, dir_fd=control)
-    except PermissionError:  # O_NOATIME needs the file's owner (or CAP_FOWNER)
-        return os.open(name, flags, dir_fd=control)
-
-async def _readable(loop: asyncio.AbstractEventLoop, fd: int, seconds: float) -> bool:
-    """Whether ``fd`` becomes readable within ``seconds``, waiting on the event loop."""
-    ready = loop.create_future()
-    loop.add_reader(fd, _settle, ready, True)
-    timer = loop.call_later(seconds, _settle, ready, False)
-    try:
-        return bool(await ready)
-    finally:
-        loop.remove_reader(fd)
-        timer.cancel()
-
-def _settle(future: asyncio.Future[bool], value: bool) -> None:
-    if not future.done():
-        future.set_result(value)
-
-def _read_capped(fd: int, offset: int, cap: int) -> tuple[str, int, bool]:
-    """An output file from ``offset`` on, as text (head and tail past ``cap``); the offset
-    read up to; whether the text was cut."""
-    if fd < 0:
-        return "", offset, False
-    data = _gil_held.pread(fd, cap + 1, offset)
-    if len(data) <= cap:
-        return data.decode("utf-8", errors="replace"), offset + len(data), False
-    size = os.fstat(fd).st_size
-    half = cap // 2
-    tail = os.pread(fd, half, size - half)
-    return join_cut(data[:half], size - offset - 2 * half, tail), size, True

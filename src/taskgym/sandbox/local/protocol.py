@@ -1,0 +1,115 @@
+"""The pieces of the local session's command protocol that need no session: reading the
+status line and the output files, spotting runaway output, killing what a command started,
+and waiting on the status socket from the event loop (:class:`~taskgym.sandbox.local.session.
+LocalSession` drives them)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+
+from taskgym.sandbox import _gil_held
+from taskgym.sandbox._commands import STATUS_MAX, BadStatus
+from taskgym.sandbox.base import SandboxSpec
+from taskgym.sandbox.local.launch import Launched
+from taskgym.sandbox.output import join_cut
+from taskgym.sandbox.procs import children, sandbox_processes, ticks_at
+
+__all__ = ["REWIND_AT", "RUNAWAY_CHECK_SEC", "dead_shell", "kill_started", "open_output",
+           "output_full", "parse_status", "read_capped", "readable"]
+
+RUNAWAY_CHECK_SEC = 0.25
+"""How often a running command's output files are checked against the stream limit."""
+
+REWIND_AT = 1 << 16
+"""Output files are emptied before a command once this much has been read from them."""
+
+
+def parse_status(buf: bytes, tag: bytes, seq: int) -> int | None:
+    """The exit status in ``buf`` once it holds the whole status line of the command numbered
+    ``seq`` (``<tag><status> <sequence number>``); ``None`` while it is a beginning of one.
+
+    Raises :class:`BadStatus` for anything else: bytes a command wrote on the channel
+    (through bash's saved copy, which its builtins can reach), an earlier command's
+    line, or more than one line.
+    """
+    end = buf.find(b"\n")
+    if end < 0:
+        if len(buf) > STATUS_MAX or not tag.startswith(buf[: len(tag)]):
+            raise BadStatus(buf)
+        return None
+    line = buf[:end]
+    suffix = b" %d" % seq
+    code = line[len(tag) : len(line) - len(suffix)]
+    if (end + 1 != len(buf) or not line.startswith(tag) or not line.endswith(suffix)
+            or not code.isdigit() or len(code) > 3):
+        raise BadStatus(buf)
+    return int(code)
+
+def output_full(spec: SandboxSpec, out_fd: int, err_fd: int) -> bool:
+    """Whether the command filled its stdout or stderr file (runaway output)."""
+    full = spec.stream_limit_bytes - 4096  # a tmpfs is full to the page
+    return any(os.fstat(fd).st_size >= full for fd in (out_fd, err_fd))
+
+def kill_started(proc: Launched | None, since: float) -> None:
+    """SIGKILL every process of the sandbox ``proc`` started at or after ``since`` (monotonic)."""
+    if proc is None:
+        return
+    since_tick = ticks_at(since)
+    keep = {proc.init_pid, proc.proc.pid}
+    keep.update(children(proc.init_pid))  # the shell itself
+    for pid, start in sandbox_processes(proc.pidns):
+        if pid not in keep and start >= since_tick:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+def dead_shell(proc: Launched, bwrap_err: int) -> tuple[int | None, bytes]:
+    """The exit status of a dead shell's sandbox ``proc`` and what bubblewrap wrote on
+    ``bwrap_err`` (blocks up to a second)."""
+    code: int | None = None
+    said = b""
+    with contextlib.suppress(subprocess.TimeoutExpired, OSError):
+        code = proc.proc.wait(timeout=1.0)
+    with contextlib.suppress(OSError):
+        said = os.read(bwrap_err, 65536)
+    return code, said
+
+def open_output(name: str, control: int) -> int:
+    """The host's descriptor of an output file; without access-time updates where allowed
+    (each step reads a file the shell has just written, which would dirty its inode)."""
+    flags = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        return os.open(name, flags | os.O_NOATIME, dir_fd=control)
+    except PermissionError:  # O_NOATIME needs the file's owner (or CAP_FOWNER)
+        return os.open(name, flags, dir_fd=control)
+
+async def readable(loop: asyncio.AbstractEventLoop, fd: int, seconds: float) -> bool:
+    """Whether ``fd`` becomes readable within ``seconds``, waiting on the event loop."""
+    ready = loop.create_future()
+    loop.add_reader(fd, _settle, ready, True)
+    timer = loop.call_later(seconds, _settle, ready, False)
+    try:
+        return bool(await ready)
+    finally:
+        loop.remove_reader(fd)
+        timer.cancel()
+
+def _settle(future: asyncio.Future[bool], value: bool) -> None:
+    if not future.done():
+        future.set_result(value)
+
+def read_capped(fd: int, offset: int, cap: int) -> tuple[str, int, bool]:
+    """An output file from ``offset`` on, as text (head and tail past ``cap``); the offset
+    read up to; whether the text was cut."""
+    if fd < 0:
+        return "", offset, False
+    data = _gil_held.pread(fd, cap + 1, offset)
+    if len(data) <= cap:
+        return data.decode("utf-8", errors="replace"), offset + len(data), False
+    size = os.fstat(fd).st_size
+    half = cap // 2
+    tail = os.pread(fd, half, size - half)
+    return join_cut(data[:half], size - offset - 2 * half, tail), size, True
