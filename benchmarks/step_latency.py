@@ -50,7 +50,7 @@ from taskgym.core.env import _describe  # noqa: E402
 from taskgym.core.tool import ActionError, parse_action  # noqa: E402
 from taskgym.sandbox import ExecResult  # noqa: E402
 from taskgym.sandbox._commands import SOURCE_TRIGGER, ending  # noqa: E402
-from taskgym.sandbox.local.session import _read_capped  # noqa: E402
+from taskgym.sandbox.local.protocol import read_capped  # noqa: E402
 from taskgym.tools.shell import format_exec  # noqa: E402
 
 TARGET_MS = 0.15
@@ -121,8 +121,8 @@ def pieces(env: Any, n: int) -> list[list[str]]:
         ("os.pwrite command file", lambda: os.pwrite(session._cmd_fd, data, 0)),
         ("os.pwrite + os.ftruncate command file",
          lambda: (os.pwrite(session._cmd_fd, data, 0), os.ftruncate(session._cmd_fd, 7))),
-        ("read stdout and stderr files: 2x _read_capped",
-         lambda: (_read_capped(session._out_fd, 0, 16384), _read_capped(session._err_fd, 0, 16384))),
+        ("read stdout and stderr files: 2x read_capped",
+         lambda: (read_capped(session._out_fd, 0, 16384), read_capped(session._err_fd, 0, 16384))),
         ("ExecResult", lambda: ExecResult(stdout="hi\n", stderr="", exit_code=0, duration_sec=0.0)),
     ]
     out = [[name, f"{_hot(fn, n):.2f}"] for name, fn in rows]
