@@ -33,6 +33,8 @@ def step(env: gym.Env[Any, Any], tool: str, **args: Any) -> tuple[str, dict[str,
 def test_run_inspect_render_measure_and_bounds_in_one_episode(episode: gym.Env[Any, Any]) -> None:
     text, info = step(episode, "run_python", code="print(len(trimesh.load('7_8ths_cube.stl').faces))")
     assert info["ok"] and "24" in text
+    text, info = step(episode, "run_python", code="print('x' * 5000)")  # long output is cut
+    assert info["ok"] and "output:\n" + "x" * 3000 + "\n[...]\nran in " in text
     text, _ = step(episode, "inspect_mesh", path="7_8ths_cube.stl")
     assert "is_watertight: True" in text and "bodies: 1" in text and "ok: a clean closed volume" in text
     text, _ = step(episode, "inspect_mesh", path="/app/missing.stl")

@@ -25,6 +25,7 @@ import resource
 import select
 import signal
 import socket
+import sys
 import time
 import traceback
 from collections.abc import Callable
@@ -115,6 +116,27 @@ def _receive(conn: socket.socket) -> bytes:
             break
         data += chunk
     return data.rstrip(b"\n")
+
+
+def capture_output(path: str) -> None:
+    """Send this process's stdout and stderr (descriptors 1 and 2) to the file ``path``,
+    emptied first: what a user's run prints, read back by :func:`printed_output`."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as out:
+        os.dup2(out.fileno(), 1)
+        os.dup2(out.fileno(), 2)
+
+
+def printed_output(path: str, chars: int) -> list[str]:
+    """What the run printed into ``path`` (:func:`capture_output`) as a reply's ``output:``
+    part, cut at ``chars`` characters; no part when it printed nothing."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with open(path, encoding="utf-8", errors="replace") as out:
+        printed = out.read(chars + 1)
+    if not printed:
+        return []
+    return ["output:\n" + printed[:chars] + ("\n[...]" if len(printed) > chars else "")]
 
 
 def well_formed(reply: Any) -> dict[str, Any]:

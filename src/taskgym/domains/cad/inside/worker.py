@@ -59,13 +59,11 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
 
 def _run(path: str) -> dict[str, Any]:
     import geometry
+    import workerloop
 
     with open(path, encoding="utf-8", errors="replace") as source_file:
         source = source_file.read()
-    os.makedirs(STATE, exist_ok=True)
-    with open(OUTPUT, "wb") as out:
-        os.dup2(out.fileno(), 1)
-        os.dup2(out.fileno(), 2)
+    workerloop.capture_output(OUTPUT)
     started = time.monotonic()
     try:
         shape = geometry.shape_from_code(source, os.path.abspath(path))
@@ -76,14 +74,7 @@ def _run(path: str) -> dict[str, Any]:
         shape = None
         error = user_traceback(exc, os.path.abspath(path))
     built = time.monotonic()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    with open(OUTPUT, encoding="utf-8", errors="replace") as out:
-        printed = out.read(OUTPUT_CHARS + 1)
-    parts = []
-    if printed:
-        parts.append("output:\n" + printed[:OUTPUT_CHARS] + ("\n[...]" if len(printed) > OUTPUT_CHARS
-                                                             else ""))
+    parts = workerloop.printed_output(OUTPUT, OUTPUT_CHARS)
     if shape is None:
         parts.append(f"error:\n{error}")
         return {"ok": False, "text": "\n".join(parts)}

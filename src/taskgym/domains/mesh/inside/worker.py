@@ -58,12 +58,11 @@ def run(path: str) -> dict[str, Any]:
     import manifold3d
     import numpy
     import trimesh
+    import workerloop
 
     with open(path, encoding="utf-8", errors="replace") as source_file:
         source = source_file.read()
-    with open(OUTPUT, "wb") as out:
-        os.dup2(out.fileno(), 1)
-        os.dup2(out.fileno(), 2)
+    workerloop.capture_output(OUTPUT)
     namespace = {"__name__": "__main__", "__file__": path, "trimesh": trimesh, "np": numpy,
                  "numpy": numpy, "manifold3d": manifold3d}
     started = time.monotonic()
@@ -77,12 +76,7 @@ def run(path: str) -> dict[str, Any]:
         lines = "".join(traceback.format_exception(kind, value, tb)).strip().splitlines()
         error = "\n".join(lines[:2] + ["  ..."] + lines[-11:] if len(lines) > 14 else lines)
     seconds = time.monotonic() - started
-    sys.stdout.flush()
-    sys.stderr.flush()
-    with open(OUTPUT, encoding="utf-8", errors="replace") as out:
-        printed = out.read(OUTPUT_CHARS + 1)
-    parts = [f"output:\n{printed[:OUTPUT_CHARS]}" + ("\n[...]" if len(printed) > OUTPUT_CHARS else "")
-             ] if printed else []
+    parts = workerloop.printed_output(OUTPUT, OUTPUT_CHARS)
     parts.append(f"error:\n{error}" if error else f"ran in {seconds:.3f} s")
     return {"ok": error is None, "text": "\n".join(parts), "timing": {"user_code_sec": seconds}}
 
