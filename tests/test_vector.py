@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import copy
-import os
 import secrets
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -22,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import taskgym
-from taskgym.core.checks import host_state
+from taskgym.core.checks import host_state, sleepers
 from taskgym.core.shared_memory import SharedTexts, fit
 from taskgym.core.vector import TaskVectorEnv
 
@@ -135,11 +133,11 @@ def test_close_leaves_no_sandbox_and_no_process(how: str) -> None:
     try:
         venv.reset(seed=0)
         venv.step((plant,) * 3)
-        assert _wait(lambda: len(_sleepers(marker)) == 6, 10), _sleepers(marker)
+        assert _wait(lambda: len(sleepers(marker)) == 6, 10), sleepers(marker)
     finally:
         venv.close()
     venv.close()  # twice is harmless
-    assert _wait(lambda: not _sleepers(marker) and not host_state() - before, 10)
+    assert _wait(lambda: not sleepers(marker) and not host_state() - before, 10)
     assert not host_state() - before
     for pid in workers:  # the sandboxes AsyncVectorEnv's worker processes made
         assert not host_state(pid), pid
@@ -297,20 +295,6 @@ def _wait(condition: Callable[[], bool], seconds: float) -> bool:
             return True
         time.sleep(0.1)
     return condition()
-
-
-def _sleepers(marker: str) -> set[int]:
-    """Host processes running ``sleep <marker>`` (sandbox processes are visible there)."""
-    wanted = f"sleep\x00{marker}\x00".encode()
-    found = set()
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                if Path(entry.path, "cmdline").read_bytes() == wanted:
-                    found.add(int(entry.name))
-            except OSError:
-                continue
-    return found
 
 
 @pytest.mark.sandbox

@@ -34,8 +34,9 @@ from taskgym.core.registry import make
 from taskgym.core.spaces import ToolCallSpace
 from taskgym.core.task import GeneratedTaskSet, TaskSet
 from taskgym.evaluation import EpisodeRecord, run_episode
+from taskgym.sandbox.procs import running_argv
 
-__all__ = ["check_task_env", "host_state", "oracle_then_null"]
+__all__ = ["check_task_env", "host_state", "oracle_then_null", "sleepers"]
 
 OPENAI_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 """What OpenAI accepts as a function name."""
@@ -187,15 +188,15 @@ def _close_twice_leaves_nothing(env: TaskEnv, make_env: Callable[..., TaskEnv]) 
     other.session.exec(f"(setsid sleep {marker} >/dev/null 2>&1 &) ; nohup sleep {marker} "
                        ">/dev/null 2>&1 &", timeout=10)
     deadline = time.monotonic() + 10  # a loaded machine may start them after exec returns
-    while time.monotonic() < deadline and len(_sleepers(marker)) < 2:
+    while time.monotonic() < deadline and len(sleepers(marker)) < 2:
         time.sleep(0.05)
-    _expect(len(_sleepers(marker)) == 2, "could not see the processes planted in the sandbox")
+    _expect(len(sleepers(marker)) == 2, "could not see the processes planted in the sandbox")
     other.close()
     other.close()
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and (_sleepers(marker) or host_state() - before):
+    while time.monotonic() < deadline and (sleepers(marker) or host_state() - before):
         time.sleep(0.1)
-    _expect(not _sleepers(marker), "a process started in the sandbox outlived close()")
+    _expect(not sleepers(marker), "a process started in the sandbox outlived close()")
     left = host_state() - before
     _expect(not left, f"left after close(): {', '.join(sorted(left)[:10])}")
 
@@ -213,18 +214,9 @@ CHECKS: dict[str, Callable[[TaskEnv, Callable[..., TaskEnv]], None]] = {
 
 # -- what the host holds ---------------------------------------------------------------------
 
-def _sleepers(marker: str) -> set[int]:
+def sleepers(marker: str) -> set[int]:
     """Host processes running ``sleep <marker>`` (sandbox processes are visible there)."""
-    found = set()
-    wanted = f"sleep\x00{marker}\x00".encode()
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                if Path(entry.path, "cmdline").read_bytes() == wanted:
-                    found.add(int(entry.name))
-            except OSError:
-                continue
-    return found
+    return running_argv(f"sleep\x00{marker}\x00".encode())
 
 
 def host_state(pid: int | None = None) -> set[str]:

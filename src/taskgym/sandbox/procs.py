@@ -12,12 +12,26 @@ import signal
 import time
 from pathlib import Path
 
-__all__ = ["CLK_TCK", "SANDBOX_UID", "children", "proc_stat", "sandbox_processes", "start_tick",
-           "ticks_at", "wait_gone"]
+__all__ = ["CLK_TCK", "SANDBOX_UID", "children", "proc_stat", "running_argv", "sandbox_processes",
+           "start_tick", "ticks_at", "wait_gone"]
 
 SANDBOX_UID = 1000
 """The uid the agent's processes run as, in every backend."""
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def running_argv(prefix: bytes) -> set[int]:
+    """Pids of the host's processes whose command line (``/proc/<pid>/cmdline``: arguments
+    ending in NUL) starts with ``prefix``; a sandbox's processes are among them."""
+    found = set()
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if Path(entry.path, "cmdline").read_bytes().startswith(prefix):
+                    found.add(int(entry.name))
+            except OSError:
+                continue
+    return found
 
 
 def proc_stat(pid: int) -> list[str] | None:

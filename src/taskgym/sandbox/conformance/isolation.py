@@ -3,12 +3,11 @@ processes, other sessions), and that close() leaves nothing."""
 
 from __future__ import annotations
 
-import os
 import time
-from pathlib import Path
 
 from taskgym.sandbox.base import Backend, SandboxSpec
 from taskgym.sandbox.conformance.registry import check, expect
+from taskgym.sandbox.procs import running_argv
 
 
 @check
@@ -75,13 +74,5 @@ def check_close_leaves_nothing(backend: Backend) -> None:
 
 
 def host_sleepers() -> set[int]:
-    found = set()
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                cmd = Path(f"/proc/{entry.name}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if cmd.startswith(b"sleep\x0050"):
-                found.add(int(entry.name))
-    return found
+    """The host's ``sleep 50x`` processes (what these checks plant)."""
+    return running_argv(b"sleep\x0050")
