@@ -25,6 +25,7 @@ from typing import Any
 import gymnasium as gym
 
 from taskgym.core.vector import TaskVectorEnv
+from taskgym.core.wrappers import TaskMethods
 from taskgym.errors import ConfigError, UnknownEnvError
 
 __all__ = ["ENTRY_POINT_GROUP", "EnvInfo", "NAMESPACE", "list_envs", "make", "make_vec",
@@ -119,14 +120,16 @@ def list_envs() -> dict[str, str]:
     return {info.id: _description(info) for info in sorted(_REGISTRY.values(), key=lambda i: i.id)}
 
 
-def make(env_id: str, **kwargs: Any) -> gym.Env[Any, Any]:
+def make(env_id: str, **kwargs: Any) -> TaskMethods:
     """Create a registered env (``"my-env-v0"`` or ``"taskgym/my-env-v0"``).
 
     Keyword arguments go to the env (``tasks``, ``sandbox``, ``max_steps``,
     ``render_mode``...). Unknown ids raise :class:`UnknownEnvError` naming a close match,
-    if there is one, and every registered id.
+    if there is one, and every registered id. The env comes in Gymnasium's usual wrappers
+    under :class:`~taskgym.core.wrappers.TaskMethods`, which forwards taskgym's async,
+    snapshot and fork methods.
     """
-    return gym.make(f"{NAMESPACE}/{_registered(env_id)}", **kwargs)
+    return TaskMethods(gym.make(f"{NAMESPACE}/{_registered(env_id)}", **kwargs))
 
 
 def make_vec(env_id: str, num_envs: int = 1, *,
