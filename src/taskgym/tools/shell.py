@@ -38,7 +38,7 @@ class PythonArgs(ToolArgs):
 
 
 class SubmitArgs(ToolArgs):
-    """``submit`` takes no arguments."""
+    pass  # submit takes no arguments
 
 
 def format_exec(result: ExecResult) -> str:

@@ -20,8 +20,8 @@ VIEW_BINDS = {str(VIEW_DIR): VIEW_MOUNT}
 """The read-only bind a sandbox spec adds to offer these scripts."""
 
 
+# The argument of a render tool: one of meshview.VIEWS. (No docstring: a model's docstring
+# becomes the description of the tool's schema.)
 class ViewArgs(ToolArgs):
-    """The ``view`` of a render tool: one of ``meshview.VIEWS``."""
-
     view: Literal["iso", "front", "top", "right", "bottom"] = Field(default="iso", description=(
         "iso: from (+X, -Y, +Z); front: along +Y; top: down -Z; right: along -X; bottom: up +Z."))
