@@ -192,6 +192,36 @@ def test_a_task_dockerfile_builds_once_per_content(docker_backend: DockerBackend
             docker_backend.client.images.remove(tag, force=True)
 
 
+def test_an_image_keeps_its_own_path(docker_backend: DockerBackend, tmp_path: Path) -> None:
+    """The shell, a one-shot run and a restarted shell get the image's ``ENV PATH``, not the
+    host's interpreter folder: a tool the image installs off the default PATH is found."""
+    folder = tmp_path / "env"
+    folder.mkdir()
+    path = "/opt/taskgym-tool/bin:/usr/local/bin:/usr/bin:/bin"
+    (folder / "Dockerfile").write_text(textwrap.dedent(f"""\
+        FROM taskgym/base
+        RUN mkdir -p /opt/taskgym-tool/bin && printf '#!/bin/sh\\necho tool ran\\n' \\
+            > /opt/taskgym-tool/bin/tg-tool && chmod 755 /opt/taskgym-tool/bin/tg-tool
+        ENV PATH={path}
+        """))
+    tag = None
+    try:
+        for spec in (SandboxSpec(image=str(folder)), SandboxSpec(image=str(folder), host_python=True),
+                     SandboxSpec(image=str(folder), ro_binds={str(tmp_path): "/.extra"})):
+            with docker_backend.start(spec) as session:
+                tag = docker_backend.image(spec)
+                assert session.exec('echo "$PATH"; tg-tool').stdout == f"{path}\ntool ran\n"
+                assert session.exec("kill -9 $$", timeout=10).restarted  # its replacement has it too
+                assert session.exec('echo "$PATH"').stdout == f"{path}\n"
+        result, _ = docker_backend.run(SandboxSpec(image=str(folder)), ["tg-tool"], timeout=30)
+        assert result.stdout == "tool ran\n", result
+        with docker_backend.start(SandboxSpec(image=str(folder), env={"PATH": "/bin"})) as session:
+            assert session.exec('echo "$PATH"').stdout == "/bin\n"  # the spec's own PATH wins
+    finally:
+        if tag is not None:
+            docker_backend.client.images.remove(tag, force=True)
+
+
 def test_images_build_and_doctor_report_the_images(capsys: pytest.CaptureFixture[str]) -> None:
     from taskgym.cli.main import main
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from taskgym.errors import SandboxUnavailableError
+from taskgym.sandbox.docker.container import SHELL_PATH, configured_path
 from taskgym.sandbox.docker.images import _prune, apt_mirror, folder_hash
 
 
@@ -68,3 +69,10 @@ def test_an_interpreter_under_tmp_is_refused_for_the_host_python_image(
     monkeypatch.setattr(images, "host_python_view", lambda: view)
     with pytest.raises(SandboxUnavailableError, match="lies under /tmp"):
         images.build_host_python(client=None)
+
+
+def test_the_configured_path_is_the_images_last_path_entry() -> None:
+    assert configured_path(["LANG=C", "PATH=/opt/x/bin:/usr/bin"]) == "/opt/x/bin:/usr/bin"
+    assert configured_path(["PATH=/a", "PATH=/b"]) == "/b"  # as the engine applies them
+    for empty in ([], ["LANG=C"], ["PATH="], ["NOTPATH=/a"]):
+        assert configured_path(empty) == SHELL_PATH

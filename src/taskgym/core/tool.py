@@ -19,12 +19,18 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-__all__ = ["ActionError", "Tool", "ToolCall", "ToolResult", "inline_async", "parse_action"]
+__all__ = ["ActionError", "Tool", "ToolArgs", "ToolCall", "ToolResult", "inline_async", "parse_action"]
 
 MAX_ACTION_CHARS = 1_000_000
 """Largest action accepted, in characters of its JSON form."""
+
+
+class ToolArgs(BaseModel):
+    """The base of a tool's argument model: an argument the model does not declare is refused."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 @dataclass(slots=True)

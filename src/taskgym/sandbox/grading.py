@@ -51,6 +51,11 @@ class GraderRun:
         """The first record whose ``key`` is true, else ``None``."""
         return next((r for r in self.records if r.get(key)), None)
 
+    def costs(self) -> dict[str, float]:
+        """Its wall-clock and CPU seconds, as a reward's details."""
+        return {"verifier_seconds": round(self.result.duration_sec, 3),
+                "verifier_cpu_seconds": round(self.usage.cpu_sec, 3)}
+
     def log(self, limit: int = 4000) -> str:
         """The tail of the grader's output, for the reward's details."""
         return (self.result.stdout + self.result.stderr)[-limit:]

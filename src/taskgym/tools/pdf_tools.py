@@ -8,9 +8,9 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from taskgym.core.tool import Tool, ToolResult
+from taskgym.core.tool import Tool, ToolArgs, ToolResult
 from taskgym.errors import ConfigError
 from taskgym.tools.pdf import PdfDocument, open_document
 
@@ -26,21 +26,18 @@ _DOC = Field(default="", max_length=300,
              description="Document file name (e.g. annual-report-2024.pdf); empty for the first.")
 
 
-class InfoArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class InfoArgs(ToolArgs):
     document: str = _DOC
     start_page: int = Field(default=1, ge=1, le=100_000, description=(
         f"First page to list; the guide lists {INFO_PAGES} pages at a time."))
 
 
-class PageArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class PageArgs(ToolArgs):
     page: int = Field(description="Page number, starting at 1.")
     document: str = _DOC
 
 
-class SearchArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class SearchArgs(ToolArgs):
     query: str = Field(min_length=1, max_length=300,
                        description="Words or a phrase to find (case does not matter).")
     document: str = Field(default="", max_length=300,

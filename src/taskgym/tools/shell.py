@@ -5,9 +5,9 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from taskgym.core.tool import Tool, ToolResult, inline_async
+from taskgym.core.tool import Tool, ToolArgs, ToolResult, inline_async
 from taskgym.sandbox import ExecResult, Session
 
 __all__ = ["format_exec", "python_tool", "shell_tools", "submit_tool"]
@@ -15,34 +15,30 @@ __all__ = ["format_exec", "python_tool", "shell_tools", "submit_tool"]
 READ_LIMIT = 200_000
 
 
-class BashArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class BashArgs(ToolArgs):
     command: str = Field(description="Shell command line, run by a persistent bash in the workspace.")
     timeout: float | None = Field(
         default=None, gt=0, le=3600,
         description="Seconds before what the command started is killed (capped by the task).")
 
 
-class ReadFileArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ReadFileArgs(ToolArgs):
     path: str = Field(description="File path, relative to the workspace or absolute inside it.")
 
 
-class WriteFileArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class WriteFileArgs(ToolArgs):
     path: str = Field(description="File path, relative to the workspace or absolute inside it.")
     content: str = Field(description="The whole new content of the file.")
     executable: bool = Field(default=False, description="Make the file executable.")
 
 
-class PythonArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class PythonArgs(ToolArgs):
     code: str = Field(description="Python 3 source; print what you want to see.")
     timeout: float | None = Field(default=None, gt=0, le=600, description="Seconds allowed.")
 
 
-class SubmitArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class SubmitArgs(ToolArgs):
+    pass  # submit takes no arguments
 
 
 def format_exec(result: ExecResult) -> str:

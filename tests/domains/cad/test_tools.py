@@ -154,9 +154,9 @@ def test_a_server_in_the_workers_place_gets_only_error_observations(backend: Bac
 def test_tracebacks_show_the_agents_frames_only() -> None:
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("taskgym_cad_inside_worker",
+    spec = importlib.util.spec_from_file_location("taskgym_inside_workerloop",
                                                   Path(__file__).parents[3] / "src" / "taskgym"
-                                                  / "domains" / "cad" / "inside" / "worker.py")
+                                                  / "tools" / "inside" / "workerloop.py")
     assert spec is not None and spec.loader is not None
     worker = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(worker)

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from taskgym.core.task import Task
 from taskgym.errors import ConfigError
+from taskgym.tools.worker_env import WorkerSettings
 
-__all__ = ["REFERENCE_NAMES", "CadChecks", "CadSettings", "reference_file", "settings_of"]
+__all__ = ["REFERENCE_NAMES", "CadChecks", "CadSettings", "reference_file"]
 
 REFERENCE_NAMES = ("reference.py", "reference.step", "reference.stp", "reference.stl")
 """Accepted hidden references in ``tests/``: a CadQuery script, a STEP file, a closed STL mesh."""
+Tolerance = Annotated[float | None, BeforeValidator(lambda value: None if value is False else value)]
+"""A check's tolerance; ``false`` in task.toml (``None`` here) turns the check off."""
 
 
 class CadChecks(BaseModel):
@@ -21,12 +24,12 @@ class CadChecks(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    bbox_tol_mm: float | Literal[False] = Field(default=0.1, ge=0)
+    bbox_tol_mm: Tolerance = Field(default=0.1, ge=0)
     """Largest allowed difference of the overall size along X, Y and Z; ``false`` turns it off."""
     bbox_tol_rel: float = Field(default=0.005, gt=0, le=1)
     """The same as a fraction of the reference's largest size; the stricter of the two applies,
     so a part 1 % too large fails at every scale."""
-    hole_diameter_tol_mm: float | Literal[False] = Field(default=0.05, ge=0)
+    hole_diameter_tol_mm: Tolerance = Field(default=0.05, ge=0)
     """Round holes must match the reference's in count per diameter, within this tolerance;
     ``false`` turns the check off."""
     hole_diameter_tol_rel: float = Field(default=0.005, gt=0, le=1)
@@ -36,30 +39,17 @@ class CadChecks(BaseModel):
     STL references, whose holes are facets, not cylinders)."""
 
 
-class CadSettings(BaseModel):
+class CadSettings(WorkerSettings):
     """How a part is built and compared; every length is in millimetres."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+    table = "cad"
     units: Literal["mm", "cm", "m", "in"] = "mm"
     """Units of the reference file; the agent always models in millimetres."""
     placement: Literal["fixed", "free"] = "fixed"
     """``fixed``: the part must sit where the instruction says. ``free``: it is moved so its
     centre of mass meets the reference's before comparing (orientation still matters)."""
     iou_threshold: float = Field(default=0.95, gt=0, le=1)
-    run_timeout_sec: float = Field(default=60.0, gt=0)
-    """Longest run of the agent's code (in run_cadquery and when grading)."""
-    run_memory_mb: int = Field(default=1024, ge=64)
-    """Memory the agent's code may allocate beyond a warm CadQuery interpreter."""
     checks: CadChecks = CadChecks()
-
-
-def settings_of(task: Task) -> CadSettings:
-    """``task``'s ``[cad]`` settings; :class:`ConfigError` names a bad key."""
-    try:
-        return CadSettings.model_validate(task.config.get("cad", {}))
-    except ValidationError as exc:
-        raise ConfigError(f"{task.path / 'task.toml'} [cad]: {exc}") from exc
 
 
 def reference_file(task: Task) -> Path:

@@ -15,13 +15,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from taskgym.core.grading import grader_report, grader_spec
 from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task, source_version
-from taskgym.domains.cad.settings import reference_file, settings_of
+from taskgym.domains.cad.settings import CadSettings, reference_file
 from taskgym.errors import ConfigError
 from taskgym.paths import read_cached, write_cached
-from taskgym.sandbox import Backend, SandboxSpec, scratch_dir
-from taskgym.sandbox.grading import run_grader
+from taskgym.sandbox import Backend, scratch_dir
+from taskgym.sandbox.grading import GraderRun, run_grader
 
 __all__ = ["CHECK_PENALTY", "INSIDE_DIR", "INSIDE_MOUNT", "check_reference", "grade_code"]
 
@@ -45,13 +46,13 @@ def grade_code(task: Task, code: bytes, backend: Backend) -> RewardResult:
     ``score`` = IoU x 0.5 per failed named check (0 when the gate fails); ``success`` =
     IoU >= the threshold and every check passed.
     """
-    settings = settings_of(task)
-    record, common, timed_out, log = _grade(task, backend, code)
-    if timed_out:
-        return RewardResult.failed(f"grading ran past {task.limits.verifier_timeout_sec:g}s",
-                                   **common)
-    if record is None:
-        return RewardResult.failed("the grader ended without its report", log=log, **common)
+    settings = CadSettings.of(task)
+    run = _grade(task, backend, code)
+    record = grader_report(run, run.records[0] if run.records else None,
+                           task.limits.verifier_timeout_sec, log=2000)
+    if isinstance(record, RewardResult):
+        return record
+    common: dict[str, Any] = {**run.costs(), "timing": record.get("timing")}
     if record.get("reference_fault"):
         write_cached(CHECKS_CACHE, _key(task, backend), {"fault": str(record.get("reason"))})
     if not record.get("gate"):
@@ -86,10 +87,12 @@ def check_reference(task: Task, backend: Backend) -> None:
     key = _key(task, backend)
     verdict = read_cached(CHECKS_CACHE, key)
     if not (isinstance(verdict, dict) and isinstance(verdict.get("fault", 0), str | None)):
-        record, _, timed_out, log = _grade(task, backend, None)
-        if record is None:  # not kept: a timeout may pass on a less loaded machine
-            raise ConfigError(f"{reference_file(task)}: the reference could not be built "
-                              f"({'timed out' if timed_out else 'no report'}): {log[-1500:]}")
+        run = _grade(task, backend, None)
+        if not run.records:  # not kept: a timeout may pass on a less loaded machine
+            why = "timed out" if run.result.timed_out else "no report"
+            raise ConfigError(f"{reference_file(task)}: the reference could not be built ({why}): "
+                              f"{run.log(1500)}")
+        record = run.records[0]
         verdict = {"fault": None if record.get("gate") else str(record.get("reason"))}
         write_cached(CHECKS_CACHE, key, verdict)
     if verdict["fault"] is not None:
@@ -99,45 +102,25 @@ def check_reference(task: Task, backend: Backend) -> None:
 def _key(task: Task, backend: Backend) -> str:
     """The reference's bytes, the task's [cad] settings, the grader's code and the backend."""
     digest = hashlib.sha256(reference_file(task).read_bytes())
-    digest.update(f"\0{settings_of(task).model_dump_json()}\0{backend.name}\0".encode())
+    digest.update(f"\0{CadSettings.of(task).model_dump_json()}\0{backend.name}\0".encode())
     digest.update(source_version(*sorted(INSIDE_DIR.glob("*.py"))).encode())
     return digest.hexdigest()[:32]
 
 
-def _grade(task: Task, backend: Backend, code: bytes | None
-           ) -> tuple[dict[str, Any] | None, dict[str, Any], bool, str]:
-    """Run the grader (on ``code``, or on the reference alone when ``None``): its record,
-    the common details, whether it timed out, and its log."""
-    settings = settings_of(task)
+def _grade(task: Task, backend: Backend, code: bytes | None) -> GraderRun:
+    """Run the grader on ``code``, or on the reference alone when ``None``."""
+    settings = CadSettings.of(task)
     reference = reference_file(task)
-    kind = reference.suffix.lstrip(".").replace("stp", "step")
-    checks = settings.checks
-    secret = {"reference_kind": kind, "units": settings.units, "placement": settings.placement,
-              "bbox_tol_mm": _on(checks.bbox_tol_mm), "bbox_tol_rel": checks.bbox_tol_rel,
-              "hole_diameter_tol_mm": _on(checks.hole_diameter_tol_mm),
-              "hole_diameter_tol_rel": checks.hole_diameter_tol_rel, "holes": checks.holes}
-    limits = task.limits
-    spec = SandboxSpec(
-        host_python=True, memory_mb=max(limits.memory_mb, 2048), pids=limits.pids,
-        disk_mb=limits.disk_mb, ro_binds={str(INSIDE_DIR): INSIDE_MOUNT},
-        env={"PYTHONDONTWRITEBYTECODE": "1",
-             "TASKGYM_RUN_TIMEOUT": str(settings.run_timeout_sec),
-             "TASKGYM_RUN_MEMORY_MB": str(settings.run_memory_mb),
-             "TASKGYM_CHECK_REFERENCE": "1" if code is None else "0"})
+    secret = {"reference_kind": reference.suffix.lstrip(".").replace("stp", "step"),
+              **settings.model_dump(include={"units", "placement"}), **settings.checks.model_dump()}
+    spec = grader_spec(task, {str(INSIDE_DIR): INSIDE_MOUNT}, min_memory_mb=2048, env={
+        "TASKGYM_RUN_TIMEOUT": str(settings.run_timeout_sec),
+        "TASKGYM_RUN_MEMORY_MB": str(settings.run_memory_mb),
+        "TASKGYM_CHECK_REFERENCE": "1" if code is None else "0"})
     with scratch_dir() as tmp:
         if code is not None:
             (Path(tmp) / "part.py").write_bytes(code)
-        run = run_grader(backend, spec, ["python3", "-I", "-B", f"{INSIDE_MOUNT}/grade.py"],
-                         seed=Path(tmp), timeout=limits.verifier_timeout_sec,
-                         secrets={"TASKGYM_SECRET_FD": json.dumps(secret).encode() + b"\n"
-                                  + reference.read_bytes()}, preload=PRELOAD)
-    common: dict[str, Any] = {"verifier_seconds": round(run.result.duration_sec, 3),
-                              "verifier_cpu_seconds": round(run.usage.cpu_sec, 3)}
-    record = run.records[0] if run.records else None
-    if record is not None:
-        common["timing"] = record.get("timing")
-    return record, common, run.result.timed_out, run.log(2000)
-
-
-def _on(value: float | bool) -> float | None:
-    return None if value is False else float(value)
+        return run_grader(backend, spec, ["python3", "-I", "-B", f"{INSIDE_MOUNT}/grade.py"],
+                          seed=Path(tmp), timeout=task.limits.verifier_timeout_sec,
+                          secrets={"TASKGYM_SECRET_FD": json.dumps(secret).encode() + b"\n"
+                                   + reference.read_bytes()}, preload=PRELOAD)

@@ -104,8 +104,7 @@ def _run_grader(task: Task, mode: str, tests: Path, workspace: Path, backend: Ba
                      seed=workspace, timeout=limits.verifier_timeout_sec)
     result, final = run.result, run.final()
     records = run.records[: run.records.index(final) + 1] if final is not None else run.records
-    common = {"log": run.log(), "verifier_seconds": round(result.duration_sec, 3),
-              "verifier_cpu_seconds": round(run.usage.cpu_sec, 3), "grader": mode}
+    common = {"log": run.log(), **run.costs(), "grader": mode}
     if result.timed_out:
         return RewardResult.failed(f"the tests ran past {limits.verifier_timeout_sec:g}s", **common)
     if final is None:

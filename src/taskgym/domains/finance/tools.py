@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from taskgym.core.tool import Tool, ToolResult
+from taskgym.core.tool import Tool, ToolArgs, ToolResult
 from taskgym.sandbox import Session
 from taskgym.tools.pdf_tools import pdf_tools
 from taskgym.tools.shell import python_tool
@@ -17,10 +17,9 @@ from taskgym.tools.shell import python_tool
 __all__ = ["Submission", "finance_tools"]
 
 
-class Submission(BaseModel):
+class Submission(ToolArgs):
     """What the agent submits: ``submit``'s arguments."""
 
-    model_config = ConfigDict(extra="forbid")
     answer: str = Field(default="", max_length=500, description=(
         "One number only (e.g. 1,234.5 or (12.3) for a negative), a short name, or "
         "'not stated' when the documents do not give the answer."))

@@ -8,12 +8,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from taskgym.core.env import TaskEnv
 from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task
-from taskgym.core.tool import Tool, ToolResult
+from taskgym.core.tool import Tool, ToolArgs, ToolResult
 from taskgym.domains.game.generators import FAMILIES
 from taskgym.domains.game.verifier import ENGINE, INSIDE_DIR, INSIDE_MOUNT, grade_project
 from taskgym.errors import MissingDependencyError
@@ -27,13 +27,11 @@ REPLY = ".taskgym"
 SCENE = Field(default="res://main.tscn", description="The scene file, as a res:// path (res:// is /app).")
 
 
-class TreeArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class TreeArgs(ToolArgs):
     path: str = SCENE
 
 
-class EditArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class EditArgs(ToolArgs):
     path: str = SCENE
     edits: list[dict[str, Any]] = Field(min_length=1, max_length=200, description=(
             "Applied in order, all or nothing. Each is one of: {action: add, parent, name, type, "
@@ -44,21 +42,18 @@ class EditArgs(BaseModel):
             'Node paths are relative to the scene root ("." is the root).'))
 
 
-class ScriptArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ScriptArgs(ToolArgs):
     path: str = Field(description="res://....gd")
     code: str = Field(description="The whole GDScript (Godot 3) source.")
 
 
-class AttachArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class AttachArgs(ToolArgs):
     path: str = SCENE
     node: str = Field(description="Node path relative to the scene root.")
     script: str = Field(description="res://....gd")
 
 
-class RunArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class RunArgs(ToolArgs):
     path: str = SCENE
     frames: int = Field(default=60, ge=1, le=3600, description="Physics frames to run.")
     inputs: list[tuple[int, str, bool]] = Field(default=[], max_length=1000, description=(

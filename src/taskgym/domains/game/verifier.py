@@ -13,9 +13,10 @@ import json
 import tempfile
 from pathlib import Path
 
+from taskgym.core.grading import grader_report, grader_spec
 from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task
-from taskgym.sandbox import Backend, SandboxSpec, Session
+from taskgym.sandbox import Backend, Session
 from taskgym.sandbox.grading import run_grader
 
 __all__ = ["ENGINE", "INSIDE_DIR", "INSIDE_MOUNT", "grade_project"]
@@ -35,14 +36,7 @@ def grade_project(task: Task, session: Session, backend: Backend, image: str | N
         "check": (task.path / "tests" / "check.gd").read_text(),
         "timeout": min(ENGINE_SECONDS, limits.verifier_timeout_sec - 5),
     }
-    spec = SandboxSpec(
-        host_python=True,
-        memory_mb=limits.memory_mb,
-        pids=limits.pids,
-        disk_mb=limits.disk_mb,
-        ro_binds={str(INSIDE_DIR): INSIDE_MOUNT},
-        image=image,
-    )
+    spec = grader_spec(task, {str(INSIDE_DIR): INSIDE_MOUNT}, image=image)
     with tempfile.TemporaryDirectory(prefix="taskgym-game-") as tmp:
         session.export_workspace(Path(tmp) / "app")
         run = run_grader(
@@ -53,15 +47,10 @@ def grade_project(task: Task, session: Session, backend: Backend, image: str | N
             timeout=limits.verifier_timeout_sec,
             secrets={"TASKGYM_SECRET_FD": json.dumps(secret).encode()},
         )
-    record = run.final()
-    common: dict[str, object] = {
-        "verifier_seconds": round(run.result.duration_sec, 3),
-        "verifier_cpu_seconds": round(run.usage.cpu_sec, 3),
-    }
-    if record is None:
-        why = "timed out" if run.result.timed_out else "ended without its report"
-        return RewardResult.failed(f"the grader {why}", log=run.log(), **common)
-    common["log"] = str(record.get("log", ""))
+    record = grader_report(run, run.final(), limits.verifier_timeout_sec)
+    if isinstance(record, RewardResult):
+        return record
+    common = {**run.costs(), "log": str(record.get("log", ""))}
     checks = record.get("checks")
     if not record.get("ok") or not isinstance(checks, list) or not checks:
         return RewardResult.failed(str(record.get("reason", "the check reported nothing")), **common)

@@ -10,19 +10,20 @@ import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from taskgym.core.grading import grader_report, grader_spec
 from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task
-from taskgym.errors import ConfigError
-from taskgym.sandbox import Backend, SandboxSpec
+from taskgym.sandbox import Backend
 from taskgym.sandbox.grading import run_grader
+from taskgym.tools.worker_env import WorkerSettings
 
-__all__ = ["BINDS", "FORMATS", "IMAGE", "MAX_BYTES", "MeshSettings", "grade_file", "settings_of"]
+__all__ = ["FORMATS", "IMAGE", "INSIDE_DIR", "INSIDE_MOUNT", "MAX_BYTES", "MeshSettings", "grade_file"]
 
 INSIDE_DIR = Path(__file__).parent / "inside"
-BINDS = {str(INSIDE_DIR): "/.mesh"}
 """The in-sandbox scripts (worker, grader, meshlib), read-only in every sandbox of the domain."""
+INSIDE_MOUNT = "/.mesh"
 MAX_BYTES = 48 << 20
 """Largest submission graded (the grader's own bound, ``meshlib.MAX_BYTES``)."""
 FORMATS = ("stl", "obj", "ply", "off", "glb")
@@ -39,10 +40,10 @@ class Scene(BaseModel):
     """``[kind, a, b(, value)]``: ``left_of``, ``behind``, ``on`` (a stands on b), ``gap_x``."""
 
 
-class MeshSettings(BaseModel):
+class MeshSettings(WorkerSettings):
     """The ``[mesh]`` table of a task.toml; every length is in millimetres."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    table = "mesh"
     output: str = Field(pattern=r"^[\w.-]+\.(stl|obj|ply|off|glb)$")
     """The file ``submit`` grades when given no path, relative to /app."""
     score: Literal["iou", "hausdorff", "scene"] = "iou"
@@ -55,28 +56,21 @@ class MeshSettings(BaseModel):
     scene: Scene | None = None
     unlike_input: str | None = None
     """A copy of the input in ``tests/``: a submission no nearer (IoU) the target than this fails."""
-    run_timeout_sec: float = Field(default=60.0, gt=0)
-    run_memory_mb: int = Field(default=1024, ge=64)
 
-
-def settings_of(task: Task) -> MeshSettings:
-    """``task``'s ``[mesh]`` settings; :class:`ConfigError` names a bad key."""
-    try:
-        found = MeshSettings.model_validate(task.config.get("mesh", {}))
-    except ValidationError as exc:
-        raise ConfigError(f"{task.path / 'task.toml'} [mesh]: {exc}") from exc
-    if (found.score == "hausdorff") != (found.hausdorff_mm is not None) or (
-            found.score == "scene") != (found.scene is not None):
-        raise ConfigError(f"{task.path / 'task.toml'} [mesh]: score 'hausdorff' needs hausdorff_mm "
-                          "and score 'scene' a [mesh.scene] table (and only they)")
-    return found
+    @model_validator(mode="after")
+    def _score_has_its_table(self) -> MeshSettings:
+        if (self.score == "hausdorff") != (self.hausdorff_mm is not None) or (
+                self.score == "scene") != (self.scene is not None):
+            raise ValueError("score 'hausdorff' needs hausdorff_mm and score 'scene' a [mesh.scene] "
+                             "table (and only they)")
+        return self
 
 
 def grade_file(task: Task, name: str, data: bytes, backend: Backend,
                image: str | None = IMAGE) -> RewardResult:
     """Grade ``data``, submitted as ``name``, against ``task``'s hidden target (in ``image`` on
     container backends)."""
-    settings = settings_of(task)
+    settings = MeshSettings.of(task)
     tests = task.path / "tests"
     files = {str(p.relative_to(tests)): base64.b64encode(p.read_bytes()).decode()
              for p in sorted(tests.rglob("*")) if p.is_file()}
@@ -86,23 +80,17 @@ def grade_file(task: Task, name: str, data: bytes, backend: Backend,
         grader.update(settings.scene.model_dump())
     secret = json.dumps({"settings": grader, "files": files}).encode()
     limits = task.limits
-    spec = SandboxSpec(host_python=True, memory_mb=max(limits.memory_mb, 4096), pids=limits.pids,
-                       disk_mb=limits.disk_mb, ro_binds=BINDS, env={"PYTHONDONTWRITEBYTECODE": "1"},
-                       image=image)
+    spec = grader_spec(task, {str(INSIDE_DIR): INSIDE_MOUNT}, min_memory_mb=4096, image=image)
     with tempfile.TemporaryDirectory(prefix="taskgym-mesh-") as tmp:
         (Path(tmp) / name).write_bytes(data)
-        run = run_grader(backend, spec, ["python3", "-I", "-B", "/.mesh/grade.py", name],
+        run = run_grader(backend, spec, ["python3", "-I", "-B", f"{INSIDE_MOUNT}/grade.py", name],
                          seed=Path(tmp), timeout=limits.verifier_timeout_sec,
                          secrets={"TASKGYM_SECRET_FD": secret},
                          preload=("meshlib", "scipy.spatial", "scipy.optimize"))
-    common: dict[str, Any] = {"verifier_seconds": round(run.result.duration_sec, 3),
-                              "verifier_cpu_seconds": round(run.usage.cpu_sec, 3)}
-    record = run.final()
-    if run.result.timed_out:
-        return RewardResult.failed(f"grading ran past {limits.verifier_timeout_sec:g}s", **common)
-    if record is None:
-        return RewardResult.failed("the grader ended without its report", log=run.log(), **common)
-    common.update(timing=record.get("timing"), properties=record.get("properties"))
+    record = grader_report(run, run.final(), limits.verifier_timeout_sec)
+    if isinstance(record, RewardResult):
+        return record
+    common = {**run.costs(), "timing": record.get("timing"), "properties": record.get("properties")}
     if not record.get("gate"):
         return RewardResult.failed(str(record.get("reason")), **common)
     try:

@@ -26,7 +26,6 @@ from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec
 from taskgym.sandbox.cleanup import session_name
 from taskgym.sandbox.config import DockerConfig
 from taskgym.sandbox.docker.container import (
-    SHELL_ENV,
     Container,
     Shape,
     Shell,
@@ -149,7 +148,7 @@ class DockerBackend(Backend):
         """Start a container of ``shape`` and open its shell (what the pool holds)."""
         container = Container(self.api, shape, self.owner)
         try:
-            return container, Shell(container, dict(SHELL_ENV))
+            return container, Shell(container, container.shell_env())
         except BaseException:
             container.close()
             raise
@@ -171,7 +170,7 @@ class DockerBackend(Backend):
         root-owned folders the sandbox user can read but not change."""
         container = self.hidden_container(spec)
         try:
-            shell = Shell(container, dict(SHELL_ENV))
+            shell = Shell(container, container.shell_env())
         except BaseException:
             container.close()
             raise

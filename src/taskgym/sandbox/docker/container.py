@@ -30,7 +30,8 @@ from taskgym.sandbox.cleanup import owner_alive
 from taskgym.sandbox.procs import SANDBOX_UID, children, sandbox_processes, start_tick
 
 __all__ = ["KEEPER_UID", "LABEL", "OWNER_LABEL", "SHELL_ENV", "SHELL_PATH", "Container", "Shape", "Shell",
-           "quote", "reap_containers", "removals_pending", "remove_later", "seccomp_profile"]
+           "configured_path", "quote", "reap_containers", "removals_pending", "remove_later",
+           "seccomp_profile"]
 
 KEEPER_UID = 65534
 """The container's init and main process run as this other unprivileged user, so nothing the
@@ -102,7 +103,10 @@ class Container:
             # held until close: its end (even by this process's death) ends the container
             self._owner_stream = api.attach_socket(self.id, params={"stdin": 1, "stream": 1})
             api.start(self.id)
-            state = api.inspect_container(self.id)["State"]
+            info = api.inspect_container(self.id)
+            self.path = configured_path(info["Config"].get("Env") or [])
+            """The image's own ``PATH`` (its Dockerfile's ``ENV PATH``), which its shells get."""
+            state = info["State"]
             self.pid: int = state["Pid"]
             self.pid_start = start_tick(self.pid)
             self.pidns = os.readlink(f"/proc/{self.pid}/ns/pid").removeprefix("pid:[")[:-1]
@@ -161,6 +165,11 @@ class Container:
                             os.unlink(name, dir_fd=fd)
             finally:
                 os.close(fd)
+
+    def shell_env(self) -> dict[str, str]:
+        """The environment a shell or command of this container starts with: :data:`SHELL_ENV`
+        with the image's ``PATH``."""
+        return {**SHELL_ENV, "PATH": self.path}
 
     def usage(self) -> ResourceUsage:
         usage = ResourceUsage()
@@ -317,6 +326,13 @@ def _remove_loop() -> None:
 def removals_pending() -> int:
     """Closed containers not yet removed by the background remover."""
     return _REMOVER.unfinished_tasks
+
+
+def configured_path(env: list[str]) -> str:
+    """``PATH`` in a container's configured environment (``Config.Env``: the image's ``ENV``
+    lines), else :data:`SHELL_PATH`."""
+    found = [item.partition("=")[2] for item in env if item.startswith("PATH=")]
+    return found[-1] if found and found[-1] else SHELL_PATH
 
 
 def quote(text: str) -> str:

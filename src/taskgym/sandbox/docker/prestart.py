@@ -7,7 +7,6 @@ import contextlib
 import os
 import select
 import socket
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,7 +15,7 @@ from taskgym.errors import SandboxError
 from taskgym.sandbox import _fs
 from taskgym.sandbox._commands import CONTROL_DIR
 from taskgym.sandbox.base import Prestarted, ResourceUsage, SandboxSpec
-from taskgym.sandbox.docker.container import SHELL_ENV, SHELL_PATH, Container
+from taskgym.sandbox.docker.container import Container
 from taskgym.sandbox.docker.session import own_tree
 from taskgym.sandbox.procs import SANDBOX_UID
 
@@ -44,10 +43,7 @@ class DockerPrestarted(Prestarted):
                 listener.bind(path)
                 os.chown(path, SANDBOX_UID, SANDBOX_UID)
                 listener.listen(1)
-                env = dict(SHELL_ENV)
-                if spec.host_python and not spec.image:
-                    env["PATH"] = f"{Path(sys.executable).parent}:{SHELL_PATH}"
-                env.update(spec.env)
+                env = {**container.shell_env(), **spec.env}
                 env["TASKGYM_WARM_SOCKET"] = SOCKET
                 api = container.api
                 self._exec_id: str = api.exec_create(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 import threading
 import time
 import weakref
@@ -23,7 +22,7 @@ from taskgym.sandbox._commands import (
     output_cap_note,
 )
 from taskgym.sandbox.base import ExecResult, ResourceUsage, SandboxSpec, Session
-from taskgym.sandbox.docker.container import SHELL_ENV, SHELL_PATH, Container, Shell, quote
+from taskgym.sandbox.docker.container import Container, Shell, quote
 from taskgym.sandbox.output import decode_capped
 from taskgym.sandbox.procs import SANDBOX_UID, ticks_at
 from taskgym.sandbox.snapshot import SnapshotSupport
@@ -74,9 +73,7 @@ class DockerSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
 
     def _bootstrap(self) -> None:
         tag = self._tag.decode()
-        env = dict(self.spec.env)
-        if self.spec.host_python and not self.spec.image:  # as locally: that python3 first
-            env.setdefault("PATH", f"{Path(sys.executable).parent}:{SHELL_PATH}")
+        env = dict(self.spec.env)  # PATH is the image's (Container.shell_env) unless spec.env sets it
         exports = "".join(f"export {key}={quote(value)}\n" for key, value in env.items())
         # markers carry a sequence number, so a marker a command forged (or an earlier
         # command's) is told from this command's; the control pipe's inherited descriptor is
@@ -115,7 +112,7 @@ class DockerSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
         """Replace a dead or hung shell; the workspace stays, processes do not."""
         self._stop()
         self._container.clear_scratch()
-        self._shell = Shell(self._container, dict(SHELL_ENV))
+        self._shell = Shell(self._container, self._container.shell_env())
         self._shell_open = self._shell
         self._bootstrap()
 

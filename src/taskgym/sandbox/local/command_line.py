@@ -15,7 +15,7 @@ from taskgym.sandbox.base import SandboxSpec
 from taskgym.sandbox.host_python import host_python_view
 from taskgym.sandbox.procs import SANDBOX_UID
 
-__all__ = ["bwrap_argv", "etc_files", "memfd"]
+__all__ = ["bwrap_argv", "etc_files", "memfd", "system_binds"]
 
 _PASSWD = "root:x:0:0:root:/root:/usr/sbin/nologin\nagent:x:1000:1000:agent:/tmp:/bin/bash\n"
 
@@ -59,6 +59,21 @@ def _host_python_args(spec: SandboxSpec) -> list[str]:
     return args
 
 
+def system_binds() -> list[str]:
+    """bwrap options that show the host's system read-only: ``/usr`` and the top folders
+    (``/bin``, ``/lib``, ...) as the host has them, links or folders. Never ``/`` itself: its
+    submounts come and go (a container's overlay), and bwrap fails when one goes while it
+    remounts them read-only."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        host = Path("/") / top
+        if host.is_symlink():
+            args += ["--symlink", os.readlink(host), f"/{top}"]
+        elif host.is_dir():
+            args += ["--ro-bind", str(host), f"/{top}"]
+    return args
+
+
 def bwrap_argv(bwrap: str, spec: SandboxSpec, info_fd: int, block_fd: int, seccomp_fd: int,
                etc_fds: tuple[int, int]) -> list[str]:
     """The command line of ``bwrap`` for ``spec`` (no command yet); ``etc_fds`` hold the
@@ -68,13 +83,7 @@ def bwrap_argv(bwrap: str, spec: SandboxSpec, info_fd: int, block_fd: int, secco
     args = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--hostname", "sandbox",
             "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
             "--new-session", "--die-with-parent", "--cap-drop", "ALL", "--clearenv",
-            "--ro-bind", "/usr", "/usr", "--tmpfs", "/usr/local"]
-    for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-        host = Path("/") / top
-        if host.is_symlink():
-            args += ["--symlink", os.readlink(host), f"/{top}"]
-        elif host.is_dir():
-            args += ["--ro-bind", str(host), f"/{top}"]
+            *system_binds(), "--tmpfs", "/usr/local"]
     for name in _ETC_FILES:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     # copied into the sandbox's root, not bound: a bind's host path shows in mountinfo

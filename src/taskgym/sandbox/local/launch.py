@@ -29,7 +29,7 @@ from taskgym.sandbox._commands import (
 from taskgym.sandbox._seccomp import seccomp_program
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec
 from taskgym.sandbox.cleanup import reap_once, session_name
-from taskgym.sandbox.local.command_line import bwrap_argv, etc_files, memfd
+from taskgym.sandbox.local.command_line import bwrap_argv, etc_files, memfd, system_binds
 from taskgym.sandbox.os_errors import resource_error
 from taskgym.sandbox.output import decode_capped
 from taskgym.sandbox.procs import start_tick, wait_gone
@@ -89,8 +89,8 @@ class LocalBackend(Backend):
         bwrap = shutil.which("bwrap")
         if bwrap is None:
             return _INSTALL_HINT
-        probe = subprocess.run(
-            [bwrap, "--unshare-all", "--ro-bind", "/", "/", "--die-with-parent", "true"],
+        probe = subprocess.run(  # the system a sandbox sees, not "/" (see system_binds)
+            [bwrap, "--unshare-all", *system_binds(), "--die-with-parent", "true"],
             capture_output=True, text=True, timeout=30,
         )
         if probe.returncode != 0:

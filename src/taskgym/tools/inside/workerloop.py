@@ -240,3 +240,35 @@ def bound(megabytes: int) -> None:
     limit = mapped + (megabytes << 20)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_BYTES, FILE_BYTES))
+
+
+# -- what the domains' workers share ---------------------------------------------------
+def user_traceback(exc: BaseException, filename: str) -> str:
+    """The traceback of ``exc`` through the frames of ``filename`` (the agent's code) only, the
+    worker's and the libraries' own frames dropped, then the exception line; at most a dozen
+    frames."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
+    if len(frames) > 12:
+        frames = frames[:2] + frames[-10:]
+    lines = ["Traceback (most recent call last):\n"] if frames else []
+    lines += traceback.StackSummary.from_list(frames).format()
+    lines += traceback.format_exception_only(type(exc), exc)
+    return "".join(lines).strip()
+
+
+def saved_render(folder: str, view: str, png: bytes, what: str) -> dict[str, Any]:
+    """Save the ``view`` of ``what`` as ``<folder>/render-<view>.png`` (relative to the
+    workspace, where the env reads it) and the reply that names it."""
+    os.makedirs(folder, exist_ok=True)
+    path = f"{folder}/render-{view}.png"
+    with open(path, "wb") as image:
+        image.write(png)
+    return {"ok": True, "text": f"{view} view of {what} (image attached; also saved as {path})",
+            "png": path}
+
+
+def main(state: str, key_file: str, handle: Handler, warm: Callable[[], None]) -> None:
+    """A domain worker's ``python3 worker.py start``: :func:`start`, or the usage."""
+    if sys.argv[1:] != ["start"]:
+        sys.exit("usage: worker.py start")
+    sys.exit(start(state, key_file, handle, warm))

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-import traceback
 from typing import Any
 
 STATE = "/tmp/.taskgym-cad"
@@ -44,14 +43,10 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
     shape = geometry.load_brep(CURRENT)
     if op == "render":
         import render
+        import workerloop
 
         view = request["view"]
-        os.makedirs(RENDERS, exist_ok=True)
-        path = f"{RENDERS}/render-{view}.png"
-        with open(path, "wb") as image:
-            image.write(render.render_png(shape, view))
-        return {"ok": True, "text": f"{view} view of the current shape (image attached; also "
-                                    f"saved as {path})", "png": path}
+        return workerloop.saved_render(RENDERS, view, render.render_png(shape, view), "the current shape")
     if op == "measure":
         return {"ok": True, "text": measure(shape, request)}
     raise KeyError(f"unknown op {op!r}")
@@ -72,7 +67,7 @@ def _run(path: str) -> dict[str, Any]:
         shape, error = None, str(exc)
     except BaseException as exc:  # the user's code failed: its traceback, its frames only
         shape = None
-        error = user_traceback(exc, os.path.abspath(path))
+        error = workerloop.user_traceback(exc, os.path.abspath(path))
     built = time.monotonic()
     parts = workerloop.printed_output(OUTPUT, OUTPUT_CHARS)
     if shape is None:
@@ -85,18 +80,6 @@ def _run(path: str) -> dict[str, Any]:
     parts.append(f"WARNING: {problem}" if problem else "ok: one valid closed solid")
     timing = {"user_code_sec": built - started, "inspect_sec": time.monotonic() - built}
     return {"ok": problem is None, "text": "\n".join(parts), "timing": timing}
-
-
-def user_traceback(exc: BaseException, filename: str) -> str:
-    """The traceback of ``exc`` through the frames of ``filename`` only (the worker's and
-    CadQuery's own frames dropped), then the exception line; at most a dozen frames."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
-    if len(frames) > 12:
-        frames = frames[:2] + frames[-10:]
-    lines = ["Traceback (most recent call last):\n"] if frames else []
-    lines += traceback.StackSummary.from_list(frames).format()
-    lines += traceback.format_exception_only(type(exc), exc)
-    return "".join(lines).strip()
 
 
 def _xyz(values: list[float]) -> str:
@@ -156,10 +139,8 @@ def measure(shape: Any, request: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] != ["start"]:
-        sys.exit("usage: worker.py start")
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     sys.path.append("/.taskgym-view")
     import workerloop
 
-    sys.exit(workerloop.start(STATE, KEY_FILE, handle, warm))
+    workerloop.main(STATE, KEY_FILE, handle, warm)

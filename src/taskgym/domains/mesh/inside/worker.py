@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-import traceback
 from typing import Any
 
 STATE = "/tmp/.taskgym-mesh"
@@ -69,12 +68,8 @@ def run(path: str) -> dict[str, Any]:
     try:
         exec(compile(source, path, "exec"), namespace)
         error = None
-    except BaseException:  # the user's code failed: show its traceback, our frames dropped
-        kind, value, tb = sys.exc_info()
-        while tb is not None and tb.tb_frame.f_code.co_filename != path:
-            tb = tb.tb_next
-        lines = "".join(traceback.format_exception(kind, value, tb)).strip().splitlines()
-        error = "\n".join(lines[:2] + ["  ..."] + lines[-11:] if len(lines) > 14 else lines)
+    except BaseException as exc:  # the user's code failed: its traceback, its frames only
+        error = workerloop.user_traceback(exc, path)
     seconds = time.monotonic() - started
     parts = workerloop.printed_output(OUTPUT, OUTPUT_CHARS)
     parts.append(f"error:\n{error}" if error else f"ran in {seconds:.3f} s")
@@ -112,12 +107,10 @@ def render(raw: Any, path: str, view: str) -> dict[str, Any]:
 
     if not np.isfinite(raw.vertices).all():
         return {"ok": False, "text": "error: the mesh has NaN or infinite vertices"}
-    os.makedirs(RENDERS, exist_ok=True)
-    png = f"{RENDERS}/render-{view}.png"
-    with open(png, "wb") as image:
-        image.write(render_png(raw, view, f"{os.path.basename(path)}: {view} view"))
-    return {"ok": True, "text": f"{view} view of {path} (image attached; also saved as {png})",
-            "png": png}
+    import workerloop
+
+    png = render_png(raw, view, f"{os.path.basename(path)}: {view} view")
+    return workerloop.saved_render(RENDERS, view, png, path)
 
 
 def render_png(raw: Any, view: str, title: str) -> bytes:
@@ -165,10 +158,8 @@ def measure(raw: Any, request: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] != ["start"]:
-        sys.exit("usage: worker.py start")
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     sys.path.append("/.taskgym-view")
     import workerloop
 
-    sys.exit(workerloop.start(STATE, KEY_FILE, handle, warm))
+    workerloop.main(STATE, KEY_FILE, handle, warm)
