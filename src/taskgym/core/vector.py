@@ -1,11 +1,18 @@
-"""taskgym's own vector env: ``n`` envs in this process, stepped concurrently from threads.
+"""taskgym's own vector env: ``n`` envs in this process, stepped concurrently.
 
 ``gymnasium.make_vec("taskgym/<id>", num_envs=n)`` (its ``vector_entry_point`` mode, the
 default for every taskgym id) and :func:`taskgym.make_vec` make one. A sandbox step is
-mostly waiting on the sandbox, and the wait releases the GIL, so threads give the
-parallelism processes would, without pickling observations across pipes. Each sub-env is
-always stepped by the same thread (the calling thread steps the first share itself), so no
-env is ever used from two threads at once.
+mostly waiting on the sandbox, so one process steps them all, without pickling observations
+across pipes, two ways:
+
+- **on an event loop** (the usual way): the calling thread steps every sub-env at once with
+  ``astep`` on a private event loop (uvloop's when it is installed: ``taskgym[fast]``), so
+  the sandboxes' answers are waited for together and no thread hands work to another;
+- **from threads**, for what the loop cannot take: resets (they block), a sub-env whose
+  ``step`` is its own (a wrapper of the user's, a domain's override) or whose wrappers still
+  have a check to make (Gymnasium's first-step check), and a call made from inside a running
+  event loop. Each sub-env is always stepped by the same thread (the calling thread steps
+  the first share itself), so no env is ever used from two threads at once.
 
 It follows Gymnasium's :class:`~gymnasium.vector.VectorEnv` conventions: autoreset modes
 (``NEXT_STEP`` by default, in ``metadata["autoreset_mode"]``), infos as a dict of arrays with
@@ -15,6 +22,7 @@ It follows Gymnasium's :class:`~gymnasium.vector.VectorEnv` conventions: autores
 
 from __future__ import annotations
 
+import asyncio
 import queue
 import threading
 from collections.abc import Callable, Sequence
@@ -24,6 +32,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
+from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker
+
+from taskgym.core.env import TaskEnv
 
 __all__ = ["TaskVectorEnv"]
 
@@ -98,6 +109,73 @@ class _Threads:
             thread.join()
 
 
+class _Loop:
+    """A private event loop stepping sub-envs with ``astep``, all at once, from the calling
+    thread (see the module's docstring)."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @staticmethod
+    def steppable(env: gym.Env[Any, Any]) -> TaskEnv | None:
+        """``env``'s :class:`TaskEnv` when stepping it with ``astep`` does what ``env.step``
+        does: no wrapper but Gymnasium's order and first-step checks, both passed (a reset
+        done, the first step checked), and no ``step`` of its own; else ``None``."""
+        while isinstance(env, gym.Wrapper):
+            if "step" in vars(env):
+                return None
+            if type(env) is OrderEnforcing:
+                passed = env.has_reset
+            elif type(env) is PassiveEnvChecker:
+                passed = env.checked_step
+            else:
+                return None
+            if not passed:
+                return None
+            env = env.env
+        if not isinstance(env, TaskEnv) or "step" in vars(env) or type(env).step is not TaskEnv.step:
+            return None
+        return env
+
+    def usable(self) -> bool:
+        """Whether no event loop runs in this thread (this loop cannot run inside one)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return True
+        return False
+
+    def step(self, envs: Sequence[TaskEnv], actions: Sequence[Any]) -> list[Step]:
+        """Every env's ``astep`` of its action, gathered; the first exception is raised once
+        all have run."""
+        if self._loop is None:
+            self._loop = _new_loop()
+        found = self._loop.run_until_complete(self._gather(envs, actions))
+        for result in found:
+            if isinstance(result, BaseException):
+                raise result
+        return cast(list[Step], found)
+
+    @staticmethod
+    async def _gather(envs: Sequence[TaskEnv], actions: Sequence[Any]) -> list[Any]:
+        return await asyncio.gather(*(env.astep(a) for env, a in zip(envs, actions, strict=True)),
+                                    return_exceptions=True)
+
+    def close(self) -> None:
+        if self._loop is not None:
+            self._loop.close()
+            self._loop = None
+
+
+def _new_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's event loop when it is installed (``taskgym[fast]``), else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
 class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.ndarray]):
     """``num_envs`` taskgym envs of ``env_id``, stepped concurrently by threads of this process.
 
@@ -140,6 +218,7 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         self._threads = _Threads(min(max_workers or num_envs, num_envs))
+        self._loop = _Loop()
         self._observations: list[Any] = [None] * num_envs
         self._autoreset = np.zeros(num_envs, dtype=np.bool_)
         self._all = list(range(num_envs))
@@ -175,12 +254,15 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
         if len(batch) != self.num_envs:
             raise ValueError(f"{len(batch)} actions for {self.num_envs} sub-envs: give one "
                              "action per sub-env")
-        calls = [self._step_call(i, action) for i, action in enumerate(batch)]
+        stepped = self._step_on_loop(batch)
+        if stepped is None:
+            calls = [self._step_call(i, action) for i, action in enumerate(batch)]
+            stepped = self._threads.run(calls)
         rewards = np.zeros(self.num_envs, dtype=np.float64)
         terminated = np.zeros(self.num_envs, dtype=np.bool_)
         truncated = np.zeros(self.num_envs, dtype=np.bool_)
         infos: list[tuple[int, dict[str, Any]]] = []
-        for i, (obs, reward, term, trunc, info) in enumerate(self._threads.run(calls)):
+        for i, (obs, reward, term, trunc, info) in enumerate(stepped):
             self._observations[i] = obs
             rewards[i], terminated[i], truncated[i] = reward, term, trunc
             infos.append((i, info))
@@ -205,6 +287,7 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
             self._threads.run([env.close for env in self.envs])
         finally:
             self._threads.stop()
+            self._loop.close()
 
     # -- the pieces ---------------------------------------------------------------------
     def _seeds(self, seed: int | Sequence[int | None] | None) -> list[int | None]:
@@ -231,6 +314,28 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
                     ) -> Callable[[], tuple[Any, dict[str, Any]]]:
         env = self.envs[i]
         return lambda: env.reset(seed=seed, options=options or None)
+
+    def _step_on_loop(self, batch: list[Any]) -> list[Step] | None:
+        """The batch stepped on the private event loop (``SAME_STEP``'s resets after it, from
+        the threads), or ``None`` when a sub-env cannot be (see :class:`_Loop`) or one
+        resets now (``NEXT_STEP``)."""
+        if self.autoreset_mode == AutoresetMode.NEXT_STEP and self._autoreset.any():
+            return None
+        envs = [self._loop.steppable(env) for env in self.envs]
+        if None in envs or not self._loop.usable():
+            return None
+        stepped = self._loop.step(cast(list[TaskEnv], envs), batch)
+        if self.autoreset_mode == AutoresetMode.SAME_STEP:
+            ended = [i for i, (_o, _r, term, trunc, _info) in enumerate(stepped) if term or trunc]
+            calls: list[Callable[[], tuple[Any, dict[str, Any]]] | None] = [None] * self.num_envs
+            for i in ended:
+                calls[i] = self.envs[i].reset
+            for i, reset in enumerate(self._threads.run(calls)):
+                if reset is not None:
+                    obs, reward, term, trunc, info = stepped[i]
+                    stepped[i] = (reset[0], reward, term, trunc,
+                                  {"final_obs": obs, "final_info": info, **reset[1]})
+        return stepped
 
     def _step_call(self, i: int, action: Any) -> Callable[[], Step]:
         env = self.envs[i]
