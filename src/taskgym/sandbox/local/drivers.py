@@ -12,7 +12,8 @@ command's :class:`~taskgym.sandbox.base.ExecResult`.
   (uvloop's too). The status socket stays registered with the loop between commands, so a
   command costs no registration: the loop calls the driver when the socket turns readable,
   and the driver feeds the generator right there, in the loop's callback, up to the
-  command's result; the coroutine awaiting it wakes once. The registration is made through
+  command's result; the coroutine awaiting it wakes once. The waits' ends share one timer
+  per loop. The registration is made through
   a duplicate descriptor the driver owns: the session may close its socket from any thread
   (a restart in the pool, ``close`` from another thread) while a loop still holds the
   registration, and the loop never watches a descriptor number reused by something else.
@@ -24,8 +25,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import select
+import time
 from collections.abc import Callable, Generator
 from concurrent.futures import Future
 from typing import Any
@@ -65,7 +68,7 @@ class LoopDriver:
         self._watch: _Watch | None = None
         self._steps: Steps | None = None
         self._done: asyncio.Future[Any] | None = None
-        self._timer: asyncio.TimerHandle | None = None
+        self._deadlines: _Deadlines | None = None  # those of the loop a command waits on
         self.job: Future[Any] | None = None
 
     def attach(self, fd: int) -> None:
@@ -131,7 +134,10 @@ class LoopDriver:
             if watch is not None:
                 watch.drop_soon()
             self._watch = _Watch(self, loop, self._fd)
-        self._timer = loop.call_later(seconds, self._timed_out)
+        deadlines = self._deadlines
+        if deadlines is None or deadlines.loop is not loop:
+            deadlines = self._deadlines = _Deadlines.of(loop)
+        deadlines.add(self, time.monotonic() + seconds)
 
     def waiting(self) -> bool:
         """Whether a command waits for the status socket (its awaiting coroutine not cancelled)."""
@@ -141,15 +147,65 @@ class LoopDriver:
         self._stop_timer()
         self._advance(True)
 
-    def _timed_out(self) -> None:
-        self._timer = None
+    def timed_out(self) -> None:
+        """The wait ran out (its :class:`_Deadlines` has dropped it)."""
         if self.waiting():
             self._advance(False)
 
     def _stop_timer(self) -> None:
+        if self._deadlines is not None:
+            self._deadlines.ends.pop(self, None)
+
+
+class _Deadlines:
+    """One timer per event loop for every command waiting on it: a wait is an entry (its
+    driver and when it ends), not a timer of its own (a ``call_later`` and its ``cancel`` per
+    command cost asyncio's loop several µs, and the cancelled timers stay in its heap until
+    their time). The timer is set for the earliest end."""
+
+    _loops: dict[asyncio.AbstractEventLoop, _Deadlines] = {}
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.ends: dict[LoopDriver, float] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self._at = math.inf
+
+    @classmethod
+    def of(cls, loop: asyncio.AbstractEventLoop) -> _Deadlines:
+        """``loop``'s (closed loops' are forgotten here)."""
+        found = cls._loops.get(loop)
+        if found is None:
+            for old in list(cls._loops):  # a copy made holding the GIL: other threads may add
+                if old.is_closed():
+                    cls._loops.pop(old, None)
+            found = cls._loops[loop] = cls(loop)
+        return found
+
+    def add(self, driver: LoopDriver, end: float) -> None:
+        """Call ``driver.timed_out()`` at ``end`` (monotonic) unless it is dropped first."""
+        self.ends[driver] = end
+        if end < self._at:
+            self._arm(end)
+
+    def _arm(self, end: float) -> None:
         if self._timer is not None:
             self._timer.cancel()
-            self._timer = None
+        self._at = end
+        self._timer = self.loop.call_later(max(0.0, end - time.monotonic()), self._sweep)
+
+    def _sweep(self) -> None:
+        self._timer, self._at = None, math.inf
+        now = time.monotonic()
+        due = [driver for driver, end in self.ends.items() if end <= now]
+        for driver in due:
+            del self.ends[driver]
+        for driver in due:
+            driver.timed_out()  # which may wait again, adding itself back
+        if self.ends:
+            earliest = min(self.ends.values())
+            if earliest < self._at:
+                self._arm(earliest)
 
 
 class _Watch:
