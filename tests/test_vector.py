@@ -346,7 +346,7 @@ def test_an_exception_in_one_sub_env_is_raised_after_the_others_stepped() -> Non
         venv.close()
 
 
-# -- the event-loop path: sub-envs stepped with astep on the vector env's own loop -----------
+# -- stepping="loop": sub-envs stepped with astep on the vector env's own loop ---------------
 
 def _on_loop(venv: TaskVectorEnv, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Record, per ``step`` call, whether it went through the event loop."""
@@ -364,7 +364,7 @@ def _on_loop(venv: TaskVectorEnv, monkeypatch: pytest.MonkeyPatch) -> list[bool]
 
 @pytest.mark.sandbox
 def test_the_vector_env_steps_on_its_event_loop_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    venv = taskgym.make_vec(ENV_ID, num_envs=4)
+    venv = taskgym.make_vec(ENV_ID, num_envs=4, stepping="loop")
     used = _on_loop(venv, monkeypatch)
     try:
         venv.reset(seed=0)
@@ -384,7 +384,7 @@ def test_the_vector_env_steps_on_its_event_loop_at_once(monkeypatch: pytest.Monk
 
 @pytest.mark.sandbox
 def test_same_step_autoreset_on_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    venv = taskgym.make_vec(ENV_ID, num_envs=2, autoreset_mode="SameStep")
+    venv = taskgym.make_vec(ENV_ID, num_envs=2, autoreset_mode="SameStep", stepping="loop")
     used = _on_loop(venv, monkeypatch)
     try:
         venv.reset(seed=0)
@@ -412,7 +412,7 @@ def test_what_the_loop_cannot_step_goes_through_the_threads(
             obs, *rest = self.env.step(action)
             return {"text": "tagged " + obs["text"]}, *rest
 
-    venv = taskgym.make_vec(ENV_ID, num_envs=2)
+    venv = taskgym.make_vec(ENV_ID, num_envs=2, stepping="loop")
     used = _on_loop(venv, monkeypatch)
     try:
         venv.reset(seed=0)
@@ -436,7 +436,7 @@ def test_what_the_loop_cannot_step_goes_through_the_threads(
 @pytest.mark.sandbox
 def test_an_exception_on_the_event_loop_is_raised_after_the_others_stepped(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    venv = taskgym.make_vec(ENV_ID, num_envs=3)
+    venv = taskgym.make_vec(ENV_ID, num_envs=3, stepping="loop")
     used = _on_loop(venv, monkeypatch)
 
     def broken(*args: Any) -> Any:
@@ -455,3 +455,8 @@ def test_an_exception_on_the_event_loop_is_raised_after_the_others_stepped(
         assert list(info["step"]) == [3, 3, 3] and used == [True]
     finally:
         venv.close()
+
+
+def test_an_unknown_stepping_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="stepping='fibers': choose one of threads, loop"):
+        TaskVectorEnv(ENV_ID, 2, stepping="fibers")

@@ -3,16 +3,19 @@
 ``gymnasium.make_vec("taskgym/<id>", num_envs=n)`` (its ``vector_entry_point`` mode, the
 default for every taskgym id) and :func:`taskgym.make_vec` make one. A sandbox step is
 mostly waiting on the sandbox, so one process steps them all, without pickling observations
-across pipes, two ways:
+across pipes, two ways (``stepping``):
 
-- **on an event loop** (the usual way): the calling thread steps every sub-env at once with
-  ``astep`` on a private event loop (uvloop's when it is installed: ``taskgym[fast]``), so
-  the sandboxes' answers are waited for together and no thread hands work to another;
-- **from threads**, for what the loop cannot take: resets (they block), a sub-env whose
-  ``step`` is its own (a wrapper of the user's, a domain's override) or whose wrappers still
-  have a check to make (Gymnasium's first-step check), and a call made from inside a running
-  event loop. Each sub-env is always stepped by the same thread (the calling thread steps
-  the first share itself), so no env is ever used from two threads at once.
+- ``"threads"`` (the default): each sub-env is always stepped by the same thread (the
+  calling thread steps the first share itself), so no env is ever used from two threads at
+  once; the wait on a sandbox lets the GIL go.
+- ``"loop"``: the calling thread steps every sub-env at once with ``astep`` on a private
+  event loop (uvloop's when it is installed: ``taskgym[fast]``), so the sandboxes' answers
+  are waited for together and no thread hands work to another. What the loop cannot take
+  still goes through the threads: resets (they block), a sub-env whose ``step`` is its own (a
+  wrapper of the user's, a domain's override) or whose wrappers still have a check to make
+  (Gymnasium's first-step check), and a call made from inside a running event loop. It uses
+  less CPU per step when the machine is quiet; on a busy one its single thread gets less of
+  a CPU than the threads do (docs/benchmarks.md, vector envs), hence not the default.
 
 It follows Gymnasium's :class:`~gymnasium.vector.VectorEnv` conventions: autoreset modes
 (``NEXT_STEP`` by default, in ``metadata["autoreset_mode"]``), infos as a dict of arrays with
@@ -39,6 +42,8 @@ from taskgym.core.env import TaskEnv
 __all__ = ["TaskVectorEnv"]
 
 T = TypeVar("T")
+STEPPING = ("threads", "loop")
+"""How a vector env steps its sub-envs (see the module's docstring)."""
 Step = tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]
 
 
@@ -187,19 +192,23 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
             which ignores its action.
         max_workers: threads stepping the sub-envs (the calling thread included);
             ``None``: one per sub-env. With fewer, each steps its sub-envs one after another.
+        stepping: ``"threads"`` or ``"loop"`` (see the module's docstring).
         **env_kwargs: keyword arguments of every sub-env (``tasks``, ``sandbox``,
             ``max_steps``...), as :func:`taskgym.make` takes them.
     """
 
     def __init__(self, env_id: str, num_envs: int, *,
                  autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
-                 max_workers: int | None = None, **env_kwargs: Any) -> None:
+                 max_workers: int | None = None, stepping: str = "threads",
+                 **env_kwargs: Any) -> None:
         from taskgym.core.registry import make  # the registry names this class: import late
 
         if num_envs < 1:
             raise ValueError(f"num_envs={num_envs}: a vector env needs at least one sub-env")
         if max_workers is not None and max_workers < 1:
             raise ValueError(f"max_workers={max_workers}: at least 1 (or None: one per sub-env)")
+        if stepping not in STEPPING:
+            raise ValueError(f"stepping={stepping!r}: choose one of {', '.join(STEPPING)}")
         self.autoreset_mode = AutoresetMode(autoreset_mode)
         self.num_envs = num_envs
         self.envs: list[gym.Env[Any, Any]] = []
@@ -218,7 +227,7 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         self._threads = _Threads(min(max_workers or num_envs, num_envs))
-        self._loop = _Loop()
+        self._loop = _Loop() if stepping == "loop" else None
         self._observations: list[Any] = [None] * num_envs
         self._autoreset = np.zeros(num_envs, dtype=np.bool_)
         self._all = list(range(num_envs))
@@ -287,7 +296,8 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
             self._threads.run([env.close for env in self.envs])
         finally:
             self._threads.stop()
-            self._loop.close()
+            if self._loop is not None:
+                self._loop.close()
 
     # -- the pieces ---------------------------------------------------------------------
     def _seeds(self, seed: int | Sequence[int | None] | None) -> list[int | None]:
@@ -317,9 +327,10 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
 
     def _step_on_loop(self, batch: list[Any]) -> list[Step] | None:
         """The batch stepped on the private event loop (``SAME_STEP``'s resets after it, from
-        the threads), or ``None`` when a sub-env cannot be (see :class:`_Loop`) or one
-        resets now (``NEXT_STEP``)."""
-        if self.autoreset_mode == AutoresetMode.NEXT_STEP and self._autoreset.any():
+        the threads), or ``None`` when the env steps from threads, a sub-env cannot be
+        stepped on the loop (see :class:`_Loop`) or one resets now (``NEXT_STEP``)."""
+        if self._loop is None or (self.autoreset_mode == AutoresetMode.NEXT_STEP
+                                  and self._autoreset.any()):
             return None
         envs = [self._loop.steppable(env) for env in self.envs]
         if None in envs or not self._loop.usable():
