@@ -13,9 +13,9 @@ across pipes, two ways (``stepping``):
   are waited for together and no thread hands work to another. What the loop cannot take
   still goes through the threads: resets (they block), a sub-env whose ``step`` is its own (a
   wrapper of the user's, a domain's override) or whose wrappers still have a check to make
-  (Gymnasium's first-step check), and a call made from inside a running event loop. It uses
-  less CPU per step when the machine is quiet; on a busy one its single thread gets less of
-  a CPU than the threads do (docs/benchmarks.md, vector envs), hence not the default.
+  (Gymnasium's first-step check), and a call made from inside a running event loop. It makes
+  no thread hand-over, but measured on a busy machine it was no faster: its one thread gets
+  less of a CPU than the threads do (docs/benchmarks.md, vector envs), hence not the default.
 
 It follows Gymnasium's :class:`~gymnasium.vector.VectorEnv` conventions: autoreset modes
 (``NEXT_STEP`` by default, in ``metadata["autoreset_mode"]``), infos as a dict of arrays with
