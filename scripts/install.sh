@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install taskgym and the system packages its sandboxes use.
 #   ./scripts/install.sh            taskgym itself
-#   ./scripts/install.sh --test     plus the test, lint and docs tools, CadQuery (cad extra), trimesh
+#   ./scripts/install.sh --test     plus the test, lint and docs tools, uvloop (fast extra), CadQuery (cad extra), trimesh
 #                                   (mesh extra) and the Godot engine (game extra)
 #   ./scripts/install.sh --game     plus the Godot 3 headless engine (godot3-server) of game-godot-v0
 #                                   (--test installs it too)
@@ -34,7 +34,7 @@ if ((${#missing[@]})); then
 fi
 
 extras=""
-if [ "${1:-}" = "--test" ]; then extras="[test,cad,pdf,docker,mesh,game]"; fi  # the extras of the envs whose tests run
+if [ "${1:-}" = "--test" ]; then extras="[test,fast,cad,pdf,docker,mesh,game]"; fi  # the extras of the envs whose tests run
 if [ "${1:-}" = "--game" ]; then extras="[game]"; fi
 python3 -m pip install --quiet --disable-pip-version-check -e ".${extras}"
 if [ "${1:-}" = "--test" ]; then  # a third-party env package, as a user would install one (tests/core/test_plugins.py)

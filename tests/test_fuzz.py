@@ -8,7 +8,11 @@ garbage, a real command must still run.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import random
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +21,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import taskgym
+from taskgym.core.checks import host_state
 from taskgym.core.fuzz import fuzz_env, garbage_actions
 from taskgym.core.spaces import ToolCallSpace
 from taskgym.core.tool import ActionError, ToolCall, parse_action
 from taskgym.sandbox import Backend
+from taskgym.sandbox.local import LocalBackend
 from taskgym.tools.shell import shell_tools, submit_tool
 
 ACTIONS = 2000
@@ -66,6 +72,50 @@ def test_garbage_never_raises_and_the_env_still_works(env_id: str, backend: Back
         assert obs["text"] == expected and "error" not in info
     finally:
         env.close()
+
+
+
+@pytest.mark.parametrize("how", ["astep", "step and astep mixed"])
+def test_garbage_through_astep_never_raises_and_leaks_nothing(
+        how: str, backend: Backend, tmp_path: Path, answer_task: Any) -> None:
+    """The same garbage through the async path (``areset`` / ``astep`` on one event loop), and
+    through ``step`` and ``astep`` in a seeded mix on one env; nothing is left afterwards."""
+    env = taskgym.make("coding-terminal-v0", sandbox=backend, max_steps=10 * ACTIONS,
+                       tasks=str(answer_task(tmp_path / "answer").parent))
+    inner = env.unwrapped
+    loop = asyncio.new_event_loop()
+    mix = random.Random(7)
+    fds, before = len(os.listdir("/proc/self/fd")), host_state()
+
+    def step(action: Any) -> Any:
+        if how == "astep" or mix.random() < 0.5:
+            return loop.run_until_complete(inner.astep(action))  # type: ignore[attr-defined]
+        return inner.step(action)
+
+    def reset() -> Any:
+        return loop.run_until_complete(inner.areset(seed=2026))  # type: ignore[attr-defined]
+
+    try:
+        report = fuzz_env(env, ACTIONS, seed=2026, execute=EXECUTE["coding-terminal-v0"],
+                          reset=reset, step=step)
+        assert report.problems == []
+        assert report.steps == ACTIONS and report.refused > 0.9 * ACTIONS
+        assert report.steps - report.refused > 0.3 * EXECUTE["coding-terminal-v0"] * ACTIONS
+        assert report.episodes >= 2
+        reset()
+        action, expected = WORKS["coding-terminal-v0"]
+        obs, _reward, _terminated, _truncated, info = step(action)
+        assert obs["text"] == expected and "error" not in info
+    finally:
+        loop.run_until_complete(inner.aclose())  # type: ignore[attr-defined]
+        loop.close()
+        env.close()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and host_state() - before:
+        time.sleep(0.1)
+    assert host_state() - before == set()
+    if isinstance(backend, LocalBackend):  # the docker backend refills its pool meanwhile
+        assert len(os.listdir("/proc/self/fd")) <= fds
 
 
 def _tools() -> dict[str, Any]:

@@ -344,3 +344,119 @@ def test_an_exception_in_one_sub_env_is_raised_after_the_others_stepped() -> Non
         assert list(info["step"]) == [2, 1, 2]  # the others had stepped
     finally:
         venv.close()
+
+
+# -- stepping="loop": sub-envs stepped with astep on the vector env's own loop ---------------
+
+def _on_loop(venv: TaskVectorEnv, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Record, per ``step`` call, whether it went through the event loop."""
+    used: list[bool] = []
+    original = TaskVectorEnv._step_on_loop
+
+    def spy(self: TaskVectorEnv, batch: list[Any]) -> Any:
+        stepped = original(self, batch)
+        used.append(stepped is not None)
+        return stepped
+
+    monkeypatch.setattr(TaskVectorEnv, "_step_on_loop", spy)
+    return used
+
+
+@pytest.mark.sandbox
+def test_the_vector_env_steps_on_its_event_loop_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    venv = taskgym.make_vec(ENV_ID, num_envs=4, stepping="loop")
+    used = _on_loop(venv, monkeypatch)
+    try:
+        venv.reset(seed=0)
+        first = venv.step((echo("a"),) * 4)[0]  # Gymnasium's first-step check: from the threads
+        started = time.monotonic()
+        obs, _r, terminated, truncated, info = venv.step(
+            ({"tool": "bash", "args": {"command": "sleep 1; echo done"}},) * 4)
+        took = time.monotonic() - started
+        assert used == [False, True]
+        assert tuple(first["text"]) == ("a\n[exit code 0]",) * 4
+        assert tuple(obs["text"]) == ("done\n[exit code 0]",) * 4
+        assert not terminated.any() and not truncated.any() and list(info["step"]) == [2] * 4
+        assert took < 3.5, f"4 sleeps of 1 s took {took:.1f} s: not run concurrently"
+    finally:
+        venv.close()
+
+
+@pytest.mark.sandbox
+def test_same_step_autoreset_on_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    venv = taskgym.make_vec(ENV_ID, num_envs=2, autoreset_mode="SameStep", stepping="loop")
+    used = _on_loop(venv, monkeypatch)
+    try:
+        venv.reset(seed=0)
+        venv.step((echo("a"), echo("a")))
+        obs, reward, terminated, truncated, info = venv.step((SUBMIT, echo("b")))
+        assert used == [False, True]
+        assert list(terminated) == [True, False] and list(info["_final_obs"]) == [True, False]
+        assert info["final_obs"][0]["text"].startswith("submitted\n[graded:")
+        assert info["step"][0] == 0 and info["step"][1] == 2 and obs["text"][1] == "b\n[exit code 0]"
+        obs, *_ = venv.step((echo("c"), echo("d")))  # the reset sub-env goes on
+        assert tuple(obs["text"]) == ("c\n[exit code 0]", "d\n[exit code 0]")
+    finally:
+        venv.close()
+
+
+@pytest.mark.sandbox
+def test_what_the_loop_cannot_step_goes_through_the_threads(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user's wrapper, and a step called from inside a running event loop, are stepped by
+    the threads, with the same observations."""
+    import asyncio
+
+    class Tagged(gym.Wrapper[Any, Any, Any, Any]):
+        def step(self, action: Any) -> Any:
+            obs, *rest = self.env.step(action)
+            return {"text": "tagged " + obs["text"]}, *rest
+
+    venv = taskgym.make_vec(ENV_ID, num_envs=2, stepping="loop")
+    used = _on_loop(venv, monkeypatch)
+    try:
+        venv.reset(seed=0)
+        venv.step((echo("a"), echo("a")))
+        venv.envs[1] = Tagged(venv.envs[1])
+        obs = venv.step((echo("b"), echo("c")))[0]
+        assert tuple(obs["text"]) == ("b\n[exit code 0]", "tagged c\n[exit code 0]")
+        venv.envs[1] = venv.envs[1].env
+
+        async def inside() -> Any:
+            return venv.step((echo("d"), echo("e")))[0]
+
+        assert tuple(asyncio.run(inside())["text"]) == ("d\n[exit code 0]", "e\n[exit code 0]")
+        assert tuple(venv.step((echo("f"), echo("g")))[0]["text"]) == (
+            "f\n[exit code 0]", "g\n[exit code 0]")
+        assert used == [False, False, False, True]
+    finally:
+        venv.close()
+
+
+@pytest.mark.sandbox
+def test_an_exception_on_the_event_loop_is_raised_after_the_others_stepped(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    venv = taskgym.make_vec(ENV_ID, num_envs=3, stepping="loop")
+    used = _on_loop(venv, monkeypatch)
+
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("a bug after the tool ran")
+
+    try:
+        venv.reset(seed=0)
+        venv.step((echo("a"),) * 3)
+        monkeypatch.setattr(venv.envs[1].unwrapped, "_tool_done", broken)
+        with pytest.raises(RuntimeError, match="a bug after the tool ran"):
+            venv.step((echo("a"), echo("b"), echo("c")))
+        monkeypatch.undo()
+        used = _on_loop(venv, monkeypatch)
+        obs, reward, terminated, truncated, info = venv.step((echo("a"), echo("b"), echo("c")))
+        assert tuple(obs["text"]) == ("a\n[exit code 0]", "b\n[exit code 0]", "c\n[exit code 0]")
+        assert list(info["step"]) == [3, 3, 3] and used == [True]
+    finally:
+        venv.close()
+
+
+def test_an_unknown_stepping_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="stepping='fibers': choose one of threads, loop"):
+        TaskVectorEnv(ENV_ID, 2, stepping="fibers")

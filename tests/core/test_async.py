@@ -7,6 +7,7 @@ import asyncio
 import os
 import re
 import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,28 @@ HELLO = Path(__file__).parents[2] / "fixtures" / "coding" / "harbor-hello"
 ECHO = {"tool": "bash", "args": {"command": "echo hi"}}
 SUBMIT = {"tool": "submit", "args": {}}
 _TIMING = re.compile(r"\d+(\.\d+)?\s?(ms|s|sec|seconds)\b")
+
+Runner = Callable[[Coroutine[Any, Any, Any]], Any]
+
+
+def _uvloop_run(main: Coroutine[Any, Any, Any]) -> Any:
+    try:
+        import uvloop
+    except ImportError:
+        main.close()
+        pytest.skip("uvloop is not installed (pip install 'taskgym[fast]'; "
+                    "scripts/install.sh --test installs it)")
+    return uvloop.run(main)
+
+
+@pytest.fixture(params=["asyncio", "uvloop"])
+def run(request: pytest.FixtureRequest) -> Runner:
+    """Runs a coroutine on a new loop of each kind: the async API works on any asyncio loop,
+    and the local session's driver is exercised on both. The kind is used once first: libuv
+    opens descriptors of its own (a signal pipe) for the process at its first loop."""
+    runner = asyncio.run if request.param == "asyncio" else _uvloop_run
+    runner(asyncio.sleep(0))
+    return runner
 
 
 def _masked(text: str) -> str:
@@ -131,7 +154,8 @@ def _settle_fds(quiet_sec: float = 2.0, limit_sec: float = 60.0) -> None:
             count, since = now, time.monotonic()
 
 
-def _concurrent_episodes(n: int, warm_up: bool = False, **make: Any) -> None:
+def _concurrent_episodes(n: int, warm_up: bool = False, run: Runner = asyncio.run,
+                         **make: Any) -> None:
     """``n`` episodes at once on one loop: no error, and nothing left afterwards. With
     ``warm_up``, a first round fills what a backend keeps between episodes (the docker
     backend's pool of ready containers, its engine connections), and the second is checked."""
@@ -144,7 +168,7 @@ def _concurrent_episodes(n: int, warm_up: bool = False, **make: Any) -> None:
         async def main() -> None:
             await asyncio.gather(*(_episode(env, i, errors) for i, env in enumerate(envs)))
 
-        asyncio.run(main())
+        run(main())
 
     if warm_up:
         one_round()
@@ -165,7 +189,11 @@ def test_200_concurrent_async_episodes_without_errors_or_leaks() -> None:
     _concurrent_episodes(200)
 
 
-def test_the_loop_keeps_running_while_a_command_runs() -> None:
+def test_20_concurrent_async_episodes_on_each_loop_leave_nothing(run: Runner) -> None:
+    _concurrent_episodes(20, run=run)
+
+
+def test_the_loop_keeps_running_while_a_command_runs(run: Runner) -> None:
     env = _make("coding-terminal-v0", tasks=str(HELLO))
 
     async def main() -> tuple[int, str]:
@@ -188,7 +216,7 @@ def test_the_loop_keeps_running_while_a_command_runs() -> None:
             await env.aclose()
         return ticks, obs["text"]
 
-    ticks, text = asyncio.run(main())
+    ticks, text = run(main())
     assert text.startswith("done")
     # ~100 in one second on a quiet machine; a loop held by the command would tick once or twice
     assert ticks >= 20
@@ -226,7 +254,8 @@ def test_the_blocking_pool_is_bounded() -> None:
 BACKENDS = ["local", pytest.param("docker", marks=[pytest.mark.docker])]
 
 
-def _session_run(commands: list[tuple[str, float | None]], backend: str = "local") -> list[Any]:
+def _session_run(commands: list[tuple[str, float | None]], backend: str = "local",
+                 run: Runner = asyncio.run) -> list[Any]:
     spec = SandboxSpec(stream_limit_bytes=1 << 20)
     session = get_backend(backend).start(spec)
 
@@ -234,14 +263,14 @@ def _session_run(commands: list[tuple[str, float | None]], backend: str = "local
         return [await session.aexec(cmd, timeout=t) for cmd, t in commands]
 
     try:
-        return asyncio.run(main())
+        return run(main())
     finally:
         session.close()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_async_timeout_kills_the_command_and_the_shell_goes_on(backend: str) -> None:
-    first, after = _session_run([("X=1; sleep 30", 1.0), ("echo $X", None)], backend)
+def test_async_timeout_kills_the_command_and_the_shell_goes_on(backend: str, run: Runner) -> None:
+    first, after = _session_run([("X=1; sleep 30", 1.0), ("echo $X", None)], backend, run)
     assert first.timed_out and first.exit_code == 124 and not first.restarted
     assert 0.9 < first.duration_sec < 5
     assert after.stdout == "1\n" and after.exit_code == 0
@@ -249,19 +278,19 @@ def test_async_timeout_kills_the_command_and_the_shell_goes_on(backend: str) -> 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("flood", ["yes", "yes >&2", "head -c 100000000 /dev/zero | tr '\\0' x"])
-def test_async_runaway_output_is_stopped(flood: str, backend: str) -> None:
-    result, after = _session_run([(flood, 30.0), ("echo ok", None)], backend)
+def test_async_runaway_output_is_stopped(flood: str, backend: str, run: Runner) -> None:
+    result, after = _session_run([(flood, 30.0), ("echo ok", None)], backend, run)
     assert result.truncated and "output" in result.stderr and result.duration_sec < 10
     assert after.stdout == "ok\n"
 
 
-def test_async_dead_shell_restarts_like_sync() -> None:
+def test_async_dead_shell_restarts_like_sync(run: Runner) -> None:
     spec = SandboxSpec()
     session = get_backend("local").start(spec)
     try:
         sync = session.exec("cd /tmp; exit 7")
-        async_ = asyncio.run(session.aexec("cd /tmp; exit 7"))
-        after = asyncio.run(session.aexec("pwd"))
+        async_ = run(session.aexec("cd /tmp; exit 7"))
+        after = run(session.aexec("pwd"))
     finally:
         session.close()
     for result in (sync, async_):
@@ -269,7 +298,7 @@ def test_async_dead_shell_restarts_like_sync() -> None:
     assert after.stdout == spec.workdir + "\n"
 
 
-def test_concurrent_aexec_on_one_session_is_refused_and_cancel_recovers() -> None:
+def test_concurrent_aexec_on_one_session_is_refused_and_cancel_recovers(run: Runner) -> None:
     session = get_backend("local").start(SandboxSpec())
 
     async def main() -> tuple[BaseException | Any, ...]:
@@ -285,7 +314,7 @@ def test_concurrent_aexec_on_one_session_is_refused_and_cancel_recovers() -> Non
         return second[0], first, after
 
     try:
-        second, first, after = asyncio.run(main())
+        second, first, after = run(main())
     finally:
         session.close()
     assert isinstance(second, SandboxError) and "one command at a time" in str(second)
@@ -293,7 +322,7 @@ def test_concurrent_aexec_on_one_session_is_refused_and_cancel_recovers() -> Non
     assert after.stdout == "after\n" and after.exit_code == 0
 
 
-def test_concurrent_astep_on_one_env_is_an_error_observation() -> None:
+def test_concurrent_astep_on_one_env_is_an_error_observation(run: Runner) -> None:
     env = _make("coding-terminal-v0", tasks=str(HELLO))
 
     async def main() -> list[Any]:
@@ -305,7 +334,7 @@ def test_concurrent_astep_on_one_env_is_an_error_observation() -> None:
         finally:
             await env.aclose()
 
-    (one, *_), (two, *_rest) = asyncio.run(main())
+    (one, *_), (two, *_rest) = run(main())
     assert one["text"].startswith("one")
     assert "one command at a time" in two["text"] and "error" in _rest[-1]
 
@@ -388,3 +417,55 @@ def test_a_limit_too_low_for_the_shell_protocol_says_so() -> None:
         "except SandboxUnavailableError as exc:\n"
         "    print(exc)\n")
     assert "RLIMIT_NOFILE is 200" in out and "descriptor 251" in out
+
+
+# -- the local session's event-loop driver: the status socket stays registered -------------
+
+def test_one_session_on_loops_in_turn_mixed_with_exec_leaks_nothing(run: Runner) -> None:
+    """The session's status socket stays registered with the loop between commands: a sync
+    ``exec`` in between (its answer seen by the loop too), a new loop for the next command,
+    a cancelled command, a restart, and the close leave no descriptor behind."""
+    fds = _fd_count()
+    session = get_backend("local").start(SandboxSpec())
+
+    async def commands(tag: str) -> list[str]:
+        out = [(await session.aexec(f"echo {tag}1")).stdout]
+        out.append((await asyncio.to_thread(session.exec, f"echo {tag}2")).stdout)
+        out.append((await session.aexec(f"echo {tag}3")).stdout)
+        slow = asyncio.create_task(session.aexec("sleep 0.3; echo late"))
+        await asyncio.sleep(0.1)
+        slow.cancel()
+        await asyncio.gather(slow, return_exceptions=True)
+        await asyncio.sleep(0.4)  # the cancelled command's answer arrives with nobody waiting
+        out.append((await session.aexec(f"echo {tag}4")).stdout)
+        out.append((await session.aexec("exit 3")).stdout)  # a restart, in the pool
+        out.append((await session.aexec(f"echo {tag}5")).stdout)
+        return out
+
+    try:
+        assert run(commands("a")) == ["a1\n", "a2\n", "a3\n", "a4\n", "", "a5\n"]
+        assert session.exec("echo sync").stdout == "sync\n"
+        assert run(commands("b")) == ["b1\n", "b2\n", "b3\n", "b4\n", "", "b5\n"]
+    finally:
+        session.close()
+    assert _fd_count() <= fds
+
+
+def test_a_session_closed_from_another_thread_while_its_loop_runs(run: Runner) -> None:
+    """``close`` from a thread while the loop that watches the session runs (an ``aclose``
+    in the pool, a trainer's thread): the loop drops its watch itself, and nothing leaks."""
+    fds = _fd_count()
+    sessions = [get_backend("local").start(SandboxSpec()) for _ in range(3)]
+
+    async def main() -> list[str]:
+        out = [(await s.aexec("echo hi")).stdout for s in sessions]
+        await asyncio.gather(*(asyncio.to_thread(s.close) for s in sessions))
+        await asyncio.sleep(0.05)  # the drops handed to the loop run
+        return out
+
+    try:
+        assert run(main()) == ["hi\n"] * 3
+    finally:
+        for s in sessions:
+            s.close()
+    assert _fd_count() <= fds

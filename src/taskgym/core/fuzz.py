@@ -310,20 +310,24 @@ def _show(action: Any) -> str:
 
 
 def fuzz_env(env: gym.Env[Any, Any], count: int, seed: int = 0, execute: float = 0.02,
-             reset: Callable[[], Any] | None = None) -> FuzzReport:
+             reset: Callable[[], Any] | None = None,
+             step: Callable[[Any], Any] | None = None) -> FuzzReport:
     """Step ``env`` through ``count`` garbage actions, resetting whenever an episode ends.
 
     ``reset()`` starts each episode (default: ``env.reset(seed=seed)``); the first is
-    started here. The env must be a :class:`~taskgym.core.env.TaskEnv` (wrapped or not).
+    started here. ``step(action)`` takes each step (default: ``env.step``; e.g. ``astep`` run
+    on an event loop, to fuzz the async path). The env must be a
+    :class:`~taskgym.core.env.TaskEnv` (wrapped or not).
     """
     start = reset or (lambda: env.reset(seed=seed))
+    take = step or env.step
     tools: dict[str, Tool] = {t.name: t for t in env.unwrapped.tools}  # type: ignore[attr-defined]
     report = FuzzReport()
     started = time.monotonic()
     start()
     for action in garbage_actions(tools, count, seed, execute):
         report.steps += 1
-        problem, ended = _one_step(env, action, tools, report)
+        problem, ended = _one_step(env, take, action, tools, report)
         if problem is not None:
             report.problems.append(f"{problem}; action: {_show(action)}")
             if len(report.problems) >= 20:
@@ -335,11 +339,11 @@ def fuzz_env(env: gym.Env[Any, Any], count: int, seed: int = 0, execute: float =
     return report
 
 
-def _one_step(env: gym.Env[Any, Any], action: Any, tools: Mapping[str, Tool],
-              report: FuzzReport) -> tuple[str | None, bool]:
+def _one_step(env: gym.Env[Any, Any], step: Callable[[Any], Any], action: Any,
+              tools: Mapping[str, Tool], report: FuzzReport) -> tuple[str | None, bool]:
     """(what went wrong or ``None``, whether the episode ended)."""
     try:
-        obs, reward, terminated, truncated, info = env.step(action)
+        obs, reward, terminated, truncated, info = step(action)
     except Exception as exc:
         return f"step() raised {type(exc).__name__}: {exc}"[:1000], True
     ended = bool(terminated) or bool(truncated)

@@ -138,7 +138,8 @@ def make_vec(env_id: str, num_envs: int = 1, *,
     """A vector env of ``num_envs`` envs of ``env_id``, through ``gymnasium.make_vec``.
 
     By default taskgym's own, :class:`~taskgym.core.vector.TaskVectorEnv` (its keywords
-    ``autoreset_mode`` and ``max_workers`` go in ``kwargs`` beside the envs' own);
+    ``autoreset_mode``, ``max_workers`` and ``stepping`` go in ``kwargs`` beside the envs'
+    own);
     ``vectorization_mode="sync"`` or ``"async"`` gives Gymnasium's (their options in
     ``vector_kwargs``). Unknown ids raise as :func:`make` does.
     """

@@ -1,11 +1,21 @@
-"""taskgym's own vector env: ``n`` envs in this process, stepped concurrently from threads.
+"""taskgym's own vector env: ``n`` envs in this process, stepped concurrently.
 
 ``gymnasium.make_vec("taskgym/<id>", num_envs=n)`` (its ``vector_entry_point`` mode, the
 default for every taskgym id) and :func:`taskgym.make_vec` make one. A sandbox step is
-mostly waiting on the sandbox, and the wait releases the GIL, so threads give the
-parallelism processes would, without pickling observations across pipes. Each sub-env is
-always stepped by the same thread (the calling thread steps the first share itself), so no
-env is ever used from two threads at once.
+mostly waiting on the sandbox, so one process steps them all, without pickling observations
+across pipes, two ways (``stepping``):
+
+- ``"threads"`` (the default): each sub-env is always stepped by the same thread (the
+  calling thread steps the first share itself), so no env is ever used from two threads at
+  once; the wait on a sandbox lets the GIL go.
+- ``"loop"``: the calling thread steps every sub-env at once with ``astep`` on a private
+  event loop (uvloop's when it is installed: ``taskgym[fast]``), so the sandboxes' answers
+  are waited for together and no thread hands work to another. What the loop cannot take
+  still goes through the threads: resets (they block), a sub-env whose ``step`` is its own (a
+  wrapper of the user's, a domain's override) or whose wrappers still have a check to make
+  (Gymnasium's first-step check), and a call made from inside a running event loop. It makes
+  no thread hand-over, but measured on a busy machine it was no faster: its one thread gets
+  less of a CPU than the threads do (docs/benchmarks.md, vector envs), hence not the default.
 
 It follows Gymnasium's :class:`~gymnasium.vector.VectorEnv` conventions: autoreset modes
 (``NEXT_STEP`` by default, in ``metadata["autoreset_mode"]``), infos as a dict of arrays with
@@ -15,87 +25,21 @@ It follows Gymnasium's :class:`~gymnasium.vector.VectorEnv` conventions: autores
 
 from __future__ import annotations
 
-import queue
-import threading
 from collections.abc import Callable, Sequence
-from typing import Any, SupportsFloat, TypeVar, cast
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
+from taskgym.core.env import TaskEnv
+from taskgym.core.vector_stepping import LoopStepper, Step, Threads
+
 __all__ = ["TaskVectorEnv"]
 
-T = TypeVar("T")
-Step = tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]
-
-
-class _Threads:
-    """``workers - 1`` threads and the caller, each running a fixed share of a batch of calls
-    (call ``i`` always runs in share ``i % workers``; a ``None`` call is skipped)."""
-
-    def __init__(self, workers: int) -> None:
-        self.workers = workers
-        self._lock = threading.Lock()
-        self._done = threading.Event()
-        self._pending = 0
-        self._queues: list[queue.SimpleQueue[Any]] = [queue.SimpleQueue()
-                                                      for _ in range(workers - 1)]
-        self._threads = [threading.Thread(target=self._serve, args=(q,), daemon=True,
-                                          name=f"taskgym-vector-{k + 1}")
-                         for k, q in enumerate(self._queues)]
-        for thread in self._threads:
-            thread.start()
-
-    def run(self, calls: Sequence[Callable[[], T] | None]) -> list[T]:
-        """Every call's result, in order (``None`` for a skipped call); the first exception is
-        raised once all have run."""
-        results: list[Any] = [None] * len(calls)
-        errors: list[BaseException | None] = [None] * len(calls)
-        shares = [range(k, len(calls), self.workers) for k in range(self.workers)]
-        busy = [k for k in range(1, self.workers) if shares[k]]
-        self._pending = len(busy)
-        self._done.clear()
-        for k in busy:
-            self._queues[k - 1].put((calls, shares[k], results, errors))
-        self._run_share(calls, shares[0], results, errors)
-        if busy:
-            self._done.wait()
-        for error in errors:
-            if error is not None:
-                raise error
-        return results
-
-    @staticmethod
-    def _run_share(calls: Sequence[Callable[[], Any] | None], share: range, results: list[Any],
-                   errors: list[BaseException | None]) -> None:
-        for i in share:
-            call = calls[i]
-            if call is None:
-                continue
-            try:
-                results[i] = call()
-            except BaseException as exc:  # handed to the caller, raised there
-                errors[i] = exc
-
-    def _serve(self, jobs: queue.SimpleQueue[Any]) -> None:
-        while True:
-            job = jobs.get()
-            if job is None:
-                return
-            self._run_share(*job)
-            with self._lock:
-                self._pending -= 1
-                last = self._pending == 0
-            if last:
-                self._done.set()
-
-    def stop(self) -> None:
-        for jobs in self._queues:
-            jobs.put(None)
-        for thread in self._threads:
-            thread.join()
+STEPPING = ("threads", "loop")
+"""How a vector env steps its sub-envs (see the module's docstring)."""
 
 
 class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.ndarray]):
@@ -109,19 +53,23 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
             which ignores its action.
         max_workers: threads stepping the sub-envs (the calling thread included);
             ``None``: one per sub-env. With fewer, each steps its sub-envs one after another.
+        stepping: ``"threads"`` or ``"loop"`` (see the module's docstring).
         **env_kwargs: keyword arguments of every sub-env (``tasks``, ``sandbox``,
             ``max_steps``...), as :func:`taskgym.make` takes them.
     """
 
     def __init__(self, env_id: str, num_envs: int, *,
                  autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
-                 max_workers: int | None = None, **env_kwargs: Any) -> None:
+                 max_workers: int | None = None, stepping: str = "threads",
+                 **env_kwargs: Any) -> None:
         from taskgym.core.registry import make  # the registry names this class: import late
 
         if num_envs < 1:
             raise ValueError(f"num_envs={num_envs}: a vector env needs at least one sub-env")
         if max_workers is not None and max_workers < 1:
             raise ValueError(f"max_workers={max_workers}: at least 1 (or None: one per sub-env)")
+        if stepping not in STEPPING:
+            raise ValueError(f"stepping={stepping!r}: choose one of {', '.join(STEPPING)}")
         self.autoreset_mode = AutoresetMode(autoreset_mode)
         self.num_envs = num_envs
         self.envs: list[gym.Env[Any, Any]] = []
@@ -139,7 +87,8 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
         self.single_action_space = first.action_space
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
-        self._threads = _Threads(min(max_workers or num_envs, num_envs))
+        self._threads = Threads(min(max_workers or num_envs, num_envs))
+        self._loop = LoopStepper() if stepping == "loop" else None
         self._observations: list[Any] = [None] * num_envs
         self._autoreset = np.zeros(num_envs, dtype=np.bool_)
         self._all = list(range(num_envs))
@@ -175,12 +124,15 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
         if len(batch) != self.num_envs:
             raise ValueError(f"{len(batch)} actions for {self.num_envs} sub-envs: give one "
                              "action per sub-env")
-        calls = [self._step_call(i, action) for i, action in enumerate(batch)]
+        stepped = self._step_on_loop(batch)
+        if stepped is None:
+            calls = [self._step_call(i, action) for i, action in enumerate(batch)]
+            stepped = self._threads.run(calls)
         rewards = np.zeros(self.num_envs, dtype=np.float64)
         terminated = np.zeros(self.num_envs, dtype=np.bool_)
         truncated = np.zeros(self.num_envs, dtype=np.bool_)
         infos: list[tuple[int, dict[str, Any]]] = []
-        for i, (obs, reward, term, trunc, info) in enumerate(self._threads.run(calls)):
+        for i, (obs, reward, term, trunc, info) in enumerate(stepped):
             self._observations[i] = obs
             rewards[i], terminated[i], truncated[i] = reward, term, trunc
             infos.append((i, info))
@@ -205,6 +157,8 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
             self._threads.run([env.close for env in self.envs])
         finally:
             self._threads.stop()
+            if self._loop is not None:
+                self._loop.close()
 
     # -- the pieces ---------------------------------------------------------------------
     def _seeds(self, seed: int | Sequence[int | None] | None) -> list[int | None]:
@@ -231,6 +185,29 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
                     ) -> Callable[[], tuple[Any, dict[str, Any]]]:
         env = self.envs[i]
         return lambda: env.reset(seed=seed, options=options or None)
+
+    def _step_on_loop(self, batch: list[Any]) -> list[Step] | None:
+        """The batch stepped on the private event loop (``SAME_STEP``'s resets after it, from
+        the threads), or ``None`` when the env steps from threads, a sub-env cannot be
+        stepped on the loop (:meth:`LoopStepper.steppable`) or one resets now (``NEXT_STEP``)."""
+        if self._loop is None or (self.autoreset_mode == AutoresetMode.NEXT_STEP
+                                  and self._autoreset.any()):
+            return None
+        envs = [self._loop.steppable(env) for env in self.envs]
+        if None in envs or not self._loop.usable():
+            return None
+        stepped = self._loop.step(cast(list[TaskEnv], envs), batch)
+        if self.autoreset_mode == AutoresetMode.SAME_STEP:
+            ended = [i for i, (_o, _r, term, trunc, _info) in enumerate(stepped) if term or trunc]
+            calls: list[Callable[[], tuple[Any, dict[str, Any]]] | None] = [None] * self.num_envs
+            for i in ended:
+                calls[i] = self.envs[i].reset
+            for i, reset in enumerate(self._threads.run(calls)):
+                if reset is not None:
+                    obs, reward, term, trunc, info = stepped[i]
+                    stepped[i] = (reset[0], reward, term, trunc,
+                                  {"final_obs": obs, "final_info": info, **reset[1]})
+        return stepped
 
     def _step_call(self, i: int, action: Any) -> Callable[[], Step]:
         env = self.envs[i]

@@ -1,11 +1,9 @@
 """The pieces of the local session's command protocol that need no session: reading the
-status line and the output files, spotting runaway output, killing what a command started,
-and waiting on the status socket from the event loop (:class:`~taskgym.sandbox.local.session.
-LocalSession` drives them)."""
+status line and the output files, spotting runaway output, killing what a command started
+(:class:`~taskgym.sandbox.local.session.LocalSession` uses them)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
@@ -19,7 +17,7 @@ from taskgym.sandbox.output import join_cut
 from taskgym.sandbox.procs import children, sandbox_processes, ticks_at
 
 __all__ = ["REWIND_AT", "RUNAWAY_CHECK_SEC", "dead_shell", "kill_started", "open_output",
-           "output_full", "parse_status", "read_capped", "readable"]
+           "output_full", "parse_status", "read_capped"]
 
 RUNAWAY_CHECK_SEC = 0.25
 """How often a running command's output files are checked against the stream limit."""
@@ -85,21 +83,6 @@ def open_output(name: str, control: int) -> int:
         return os.open(name, flags | os.O_NOATIME, dir_fd=control)
     except PermissionError:  # O_NOATIME needs the file's owner (or CAP_FOWNER)
         return os.open(name, flags, dir_fd=control)
-
-async def readable(loop: asyncio.AbstractEventLoop, fd: int, seconds: float) -> bool:
-    """Whether ``fd`` becomes readable within ``seconds``, waiting on the event loop."""
-    ready = loop.create_future()
-    loop.add_reader(fd, _settle, ready, True)
-    timer = loop.call_later(seconds, _settle, ready, False)
-    try:
-        return bool(await ready)
-    finally:
-        loop.remove_reader(fd)
-        timer.cancel()
-
-def _settle(future: asyncio.Future[bool], value: bool) -> None:
-    if not future.done():
-        future.set_result(value)
 
 def read_capped(fd: int, offset: int, cap: int) -> tuple[str, int, bool]:
     """An output file from ``offset`` on, as text (head and tail past ``cap``); the offset

@@ -3,7 +3,6 @@ pipe, with a status socket and output files (see docs/architecture.md, the step 
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import contextlib
 import functools
@@ -15,10 +14,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable, Generator
-from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
 
 from taskgym.errors import SandboxError
 from taskgym.sandbox import _fs, _gil_held
@@ -31,8 +27,8 @@ from taskgym.sandbox._commands import (
     output_cap_note,
 )
 from taskgym.sandbox.base import CONCURRENT_AEXEC, ExecResult, ResourceUsage, SandboxSpec, Session
-from taskgym.sandbox.blocking import submit_blocking
 from taskgym.sandbox.cleanup import runtime_root
+from taskgym.sandbox.local.drivers import LoopDriver, Steps, drive_blocking
 from taskgym.sandbox.local.launch import Launched, LocalBackend
 from taskgym.sandbox.local.protocol import (
     REWIND_AT,
@@ -43,16 +39,12 @@ from taskgym.sandbox.local.protocol import (
     output_full,
     parse_status,
     read_capped,
-    readable,
 )
 from taskgym.sandbox.os_errors import resource_error
 from taskgym.sandbox.procs import children, sandbox_processes
 from taskgym.sandbox.snapshot import SnapshotSupport
 
 __all__ = ["LocalSession"]
-
-_Steps = Generator["float | Callable[[], Any]", Any, ExecResult]
-"""A command's protocol as a generator (:meth:`LocalSession._protocol`)."""
 
 class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
     """A bubblewrap sandbox with a persistent bash; see :class:`taskgym.sandbox.Session`.
@@ -96,7 +88,7 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
         self._seq = 0
         self._proc: Launched | None = None
         self._restart_pending = False
-        self._job: Future[Any] | None = None
+        self._driver = LoopDriver()
         self._boot(seed_dir=seed, seed_fd=None)
         _LIVE.add(self)
 
@@ -134,6 +126,7 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
         os.set_blocking(self._bwrap_err, False)
         self._poll = select.poll()
         self._poll.register(self._status, select.POLLIN)
+        self._driver.attach(self._status)
         self._seq = 1  # the number the next status line must carry (the host's count)
         fd = STATUS_FD
         # the script is read from bash's own close-on-exec copy of the control pipe (255):
@@ -197,6 +190,7 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
             self._proc = None
         self._close_fds("_ctl", "_cmd_fd", "_out_fd", "_err_fd")  # the stopped shell's
         if self._status_sock is not None:
+            self._driver.detach()
             self._status_sock.close()
             self._status_sock = None
 
@@ -237,29 +231,30 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
             return self._send(self._trigger(command), limit, killable=True)
 
     async def aexec(self, command: str, timeout: float | None = None) -> ExecResult:
-        """:meth:`exec` driven by the event loop: no thread, the status socket is watched
-        with ``loop.add_reader``; only the restart of a dead or hung shell (which starts a
-        sandbox) runs in the bounded pool. One command per session at a time: a second
-        ``aexec`` while one runs raises :class:`SandboxError`."""
+        """:meth:`exec` driven by the running event loop, any loop (:class:`LoopDriver`): no
+        thread; only the restart of a dead or hung shell (which starts a sandbox) runs in
+        the bounded pool. One command per session at a time: a second ``aexec`` while one
+        runs raises :class:`SandboxError`."""
         limit = timeout if timeout is not None else self.spec.command_timeout_sec
         if not self._lock.acquire(blocking=False):
             raise SandboxError(CONCURRENT_AEXEC)
-        self._job = None
+        driver = self._driver
+        driver.job = None
         try:
             if self._restart_pending:  # an aexec was cancelled mid-command
-                await self._in_pool(self._restart)
-            return await self._drive_async(self._protocol(self._trigger(command), limit, True))
+                await driver.in_pool(self._restart)
+            steps = self._protocol(self._trigger(command), limit, True)
+            try:
+                return await driver.run(steps)
+            except BaseException:  # cancelled mid-command: the shell's state is unknown
+                self._restart_pending = self._proc is not None
+                raise
         finally:
-            job = self._job
+            job = driver.job
             if job is not None and not job.done():  # cancelled while a thread works on it
                 job.add_done_callback(lambda _job: self._lock.release())
             else:
                 self._lock.release()
-
-    async def _in_pool(self, fn: Callable[[], Any]) -> Any:
-        """``fn()`` in the bounded pool; the session stays locked until it ends."""
-        self._job = submit_blocking(fn)
-        return await asyncio.wrap_future(self._job)
 
     def _trigger(self, command: str) -> bytes:
         """The next command's trigger line (the command file written), its number counted."""
@@ -280,49 +275,16 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
 
     def _send(self, script: bytes, timeout: float, killable: bool = False) -> ExecResult:
         """:meth:`_protocol`, driven by blocking on the session's ``poll`` object."""
-        steps = self._protocol(script, timeout, killable)
-        poll = self._poll.poll
-        answer: object = None
-        try:
-            while True:
-                request = steps.send(answer)
-                answer = bool(poll(request * 1000.0)) if isinstance(request, float) else request()
-        except StopIteration as stop:
-            result: ExecResult = stop.value
-            return result
+        return drive_blocking(self._protocol(script, timeout, killable), self._poll)
 
-    async def _drive_async(self, steps: _Steps) -> ExecResult:
-        """:meth:`_protocol`, driven by the running event loop (see :meth:`aexec`)."""
-        loop = asyncio.get_running_loop()
-        answer: object = None
-        try:
-            while True:
-                try:
-                    request = steps.send(answer)
-                except StopIteration as stop:
-                    result: ExecResult = stop.value
-                    return result
-                if isinstance(request, float):
-                    answer = await readable(loop, self._status, request)
-                else:
-                    answer = await self._in_pool(request)
-        except BaseException:  # cancelled mid-command: the shell's state is unknown
-            self._restart_pending = self._proc is not None
-            steps.close()
-            raise
-
-    def _protocol(self, script: bytes, timeout: float, killable: bool) -> _Steps:
+    def _protocol(self, script: bytes, timeout: float, killable: bool) -> Steps:
         """Write ``script`` to the shell, wait for its status line, read its output files.
 
         ``killable`` enables the timeout and runaway-output kill of what the command
         started, and the restart of a dead or hung shell; at boot neither happens.
 
-        The one state machine of a command, for both drivers (:meth:`_send`, blocking;
-        :meth:`_drive_async`, the event loop). It yields a float ``s``: "wait until the
-        status socket is readable or ``s`` seconds pass", answered with whether it became
-        readable; or a callable that blocks (killing what a command started, which scans /proc;
-        reaping a dead shell; a restart), answered with its result. It returns the
-        :class:`ExecResult`.
+        The one state machine of a command, for both drivers of
+        :mod:`taskgym.sandbox.local.drivers` (whose docstring says what it yields).
         """
         started = time.monotonic()
         deadline = started + timeout

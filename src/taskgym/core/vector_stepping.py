@@ -1,0 +1,155 @@
+"""The two ways :class:`~taskgym.core.vector.TaskVectorEnv` steps its sub-envs at once:
+:class:`Threads` (a fixed share of the calls per thread) and :class:`LoopStepper` (``astep`` of
+every sub-env gathered on a private event loop, in the calling thread)."""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, SupportsFloat, TypeVar, cast
+
+import gymnasium as gym
+from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker
+
+from taskgym.core.env import TaskEnv
+
+__all__ = ["LoopStepper", "Step", "Threads"]
+
+T = TypeVar("T")
+Step = tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]
+
+
+class Threads:
+    """``workers - 1`` threads and the caller, each running a fixed share of a batch of calls
+    (call ``i`` always runs in share ``i % workers``; a ``None`` call is skipped)."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._pending = 0
+        self._queues: list[queue.SimpleQueue[Any]] = [queue.SimpleQueue()
+                                                      for _ in range(workers - 1)]
+        self._threads = [threading.Thread(target=self._serve, args=(q,), daemon=True,
+                                          name=f"taskgym-vector-{k + 1}")
+                         for k, q in enumerate(self._queues)]
+        for thread in self._threads:
+            thread.start()
+
+    def run(self, calls: Sequence[Callable[[], T] | None]) -> list[T]:
+        """Every call's result, in order (``None`` for a skipped call); the first exception is
+        raised once all have run."""
+        results: list[Any] = [None] * len(calls)
+        errors: list[BaseException | None] = [None] * len(calls)
+        shares = [range(k, len(calls), self.workers) for k in range(self.workers)]
+        busy = [k for k in range(1, self.workers) if shares[k]]
+        self._pending = len(busy)
+        self._done.clear()
+        for k in busy:
+            self._queues[k - 1].put((calls, shares[k], results, errors))
+        self._run_share(calls, shares[0], results, errors)
+        if busy:
+            self._done.wait()
+        for error in errors:
+            if error is not None:
+                raise error
+        return results
+
+    @staticmethod
+    def _run_share(calls: Sequence[Callable[[], Any] | None], share: range, results: list[Any],
+                   errors: list[BaseException | None]) -> None:
+        for i in share:
+            call = calls[i]
+            if call is None:
+                continue
+            try:
+                results[i] = call()
+            except BaseException as exc:  # handed to the caller, raised there
+                errors[i] = exc
+
+    def _serve(self, jobs: queue.SimpleQueue[Any]) -> None:
+        while True:
+            job = jobs.get()
+            if job is None:
+                return
+            self._run_share(*job)
+            with self._lock:
+                self._pending -= 1
+                last = self._pending == 0
+            if last:
+                self._done.set()
+
+    def stop(self) -> None:
+        for jobs in self._queues:
+            jobs.put(None)
+        for thread in self._threads:
+            thread.join()
+
+
+class LoopStepper:
+    """A private event loop stepping sub-envs with ``astep``, all at once, from the calling
+    thread (see the module's docstring)."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @staticmethod
+    def steppable(env: gym.Env[Any, Any]) -> TaskEnv | None:
+        """``env``'s :class:`TaskEnv` when stepping it with ``astep`` does what ``env.step``
+        does: no wrapper but Gymnasium's order and first-step checks, both passed (a reset
+        done, the first step checked), and no ``step`` of its own; else ``None``."""
+        while isinstance(env, gym.Wrapper):
+            if "step" in vars(env):
+                return None
+            if type(env) is OrderEnforcing:
+                passed = env.has_reset
+            elif type(env) is PassiveEnvChecker:
+                passed = env.checked_step
+            else:
+                return None
+            if not passed:
+                return None
+            env = env.env
+        if not isinstance(env, TaskEnv) or "step" in vars(env) or type(env).step is not TaskEnv.step:
+            return None
+        return env
+
+    def usable(self) -> bool:
+        """Whether no event loop runs in this thread (this loop cannot run inside one)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return True
+        return False
+
+    def step(self, envs: Sequence[TaskEnv], actions: Sequence[Any]) -> list[Step]:
+        """Every env's ``astep`` of its action, gathered; the first exception is raised once
+        all have run."""
+        if self._loop is None:
+            self._loop = new_loop()
+        found = self._loop.run_until_complete(self._gather(envs, actions))
+        for result in found:
+            if isinstance(result, BaseException):
+                raise result
+        return cast(list[Step], found)
+
+    @staticmethod
+    async def _gather(envs: Sequence[TaskEnv], actions: Sequence[Any]) -> list[Any]:
+        return await asyncio.gather(*(env.astep(a) for env, a in zip(envs, actions, strict=True)),
+                                    return_exceptions=True)
+
+    def close(self) -> None:
+        if self._loop is not None:
+            self._loop.close()
+            self._loop = None
+
+
+def new_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's event loop when it is installed (``taskgym[fast]``), else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
