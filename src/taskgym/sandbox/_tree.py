@@ -58,8 +58,7 @@ def copy_tree(src_fd: int, dst_fd: int, stats: CopyStats | None = None) -> int:
     bytes of file data copied (cloned files count too), recording in ``stats`` how. The top
     folders' own modes are left alone."""
     stats = CopyStats() if stats is None else stats
-    with os.scandir(src_fd) as listing:
-        entries = list(listing)
+    entries = _listing(src_fd)
     total = 0
     for entry in entries:
         name = entry.name
@@ -90,8 +89,7 @@ def copy_tree(src_fd: int, dst_fd: int, stats: CopyStats | None = None) -> int:
 
 def tree_bytes(fd: int) -> int:
     """Bytes of regular-file data under the folder ``fd``."""
-    with os.scandir(fd) as listing:
-        entries = list(listing)
+    entries = _listing(fd)
     total = 0
     for entry in entries:
         st = entry.stat(follow_symlinks=False)
@@ -108,8 +106,7 @@ def tree_bytes(fd: int) -> int:
 
 def clear_tree(fd: int) -> None:
     """Remove everything under the folder ``fd`` (the folder itself stays)."""
-    with os.scandir(fd) as listing:
-        entries = list(listing)
+    entries = _listing(fd)
     for entry in entries:
         if entry.is_dir(follow_symlinks=False):
             with contextlib.suppress(OSError):
@@ -122,6 +119,15 @@ def clear_tree(fd: int) -> None:
             os.rmdir(entry.name, dir_fd=fd)
         else:
             os.unlink(entry.name, dir_fd=fd)
+
+
+def _listing(fd: int) -> list[os.DirEntry[str]]:
+    """The entries of the folder ``fd``, read from its start. The rewind matters: a long-lived
+    descriptor (a session's workspace) may have been read to its end before, and btrfs shows
+    a descriptor only the entries that existed when it was opened or last rewound."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    with os.scandir(fd) as listing:
+        return list(listing)
 
 
 def _open_dir(name: str, parent: int, mode: int) -> int:

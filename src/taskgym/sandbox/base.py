@@ -117,6 +117,10 @@ class Session(abc.ABC):
     cpu_limited: bool = False
     """Whether :attr:`SandboxSpec.cpus` is enforced: a cgroup with the cpu controller, or
     the container's quota. The rlimit fallback has no CPU quota."""
+    workspace_storage: str = "tmpfs"
+    """Where the workspace lives: ``"tmpfs"`` (capped at ``disk_mb``; snapshots and forks copy
+    its bytes) or ``"btrfs"`` (a local sandbox's capped subvolume on the runtime root's btrfs:
+    snapshots and forks clone its files, see :mod:`taskgym.sandbox.disk`)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Every backend's public methods raise :class:`SandboxError` subclasses, never a bare
