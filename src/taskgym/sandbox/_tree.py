@@ -182,7 +182,8 @@ def _clone(src: int, dst: int, stats: CopyStats) -> bool:
                              errno.ENOSYS, errno.EPERM):
             raise
         if not stats.clone_error:
-            stats.clone_error = errno.errorcode.get(exc.errno or 0, str(exc.errno))
+            stats.clone_error = ("EOPNOTSUPP" if exc.errno == errno.EOPNOTSUPP  # not ENOTSUP
+                                 else errno.errorcode.get(exc.errno or 0, str(exc.errno)))
         return False
     stats.cloned += 1
     return True

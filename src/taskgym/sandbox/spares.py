@@ -54,6 +54,7 @@ class Spares:
         self._ready: list[Session] = []
         self._wanted = 0
         self._booting = 0
+        self._starting = False
         self._closed = False
         self._cond = threading.Condition()
         self.taken = 0
@@ -108,18 +109,22 @@ class Spares:
             return len(self._ready)
 
     def close(self) -> None:
-        """Close every spare; one still starting is closed when it is up. Idempotent."""
+        """Close every spare, waiting (up to 30 s) for one being started to be up and closed,
+        so that nothing of them is left when this returns. Idempotent."""
         with self._cond:
             self._closed = True
             stale, self._ready = self._ready, []
             self._cond.notify_all()
         _close(stale)
+        with self._cond:
+            self._cond.wait_for(lambda: not self._starting, 30.0)
 
     def _boot_one(self) -> None:
         """Start one spare (in the booting thread), unless no longer wanted."""
         with self._cond:
             spec = self._spec
             skip = self._closed or spec is None or len(self._ready) >= self._wanted
+            self._starting = not skip
         session: Session | None = None
         if not skip and spec is not None:
             with contextlib.suppress(Exception):  # a fork starts its own then, and says why
@@ -133,6 +138,9 @@ class Spares:
             self._cond.notify_all()
         if not keep and session is not None:
             _close([session])
+        with self._cond:
+            self._starting = False
+            self._cond.notify_all()
 
 
 def _close(sessions: list[Session]) -> None:
