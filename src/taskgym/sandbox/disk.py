@@ -116,8 +116,11 @@ class DiskWorkspace:
                 finally:
                     os.close(fd)
             except BaseException:
-                with contextlib.suppress(OSError):
+                try:
                     fcntl.ioctl(parent, _SNAP_DESTROY, _vol_args(name))
+                except OSError:  # not root: rmdir deletes an empty subvolume of one's own
+                    with contextlib.suppress(OSError):
+                        os.rmdir(name, dir_fd=parent)
                 raise
         finally:
             os.close(parent)
