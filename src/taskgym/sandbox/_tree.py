@@ -213,8 +213,10 @@ def _copy_data(src: int, dst: int, size: int) -> int:
 
 
 def _finish(fd: int, st: os.stat_result) -> None:
-    """Give a copied file or folder the source's owner, mode and times."""
-    with contextlib.suppress(OSError):
-        os.fchown(fd, st.st_uid, st.st_gid)
+    """Give a copied file or folder the source's owner (unless it is ours already: the new
+    file has it), mode and times."""
+    if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+        with contextlib.suppress(OSError):
+            os.fchown(fd, st.st_uid, st.st_gid)
     os.fchmod(fd, stat.S_IMODE(st.st_mode))
     os.utime(fd, ns=(st.st_atime_ns, st.st_mtime_ns))
