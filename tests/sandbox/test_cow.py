@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from taskgym.sandbox import SandboxSpec, _tree, disk
-from taskgym.sandbox.cleanup import runtime_root, set_runtime_root
+from taskgym.sandbox.cleanup import reap, runtime_root, set_runtime_root
 from taskgym.sandbox.local import LocalBackend
 from taskgym.sandbox.loopfs import loop_filesystem, missing
 from taskgym.sandbox.spares import Spares
@@ -223,3 +223,12 @@ def test_btrfs_cap_and_filter_hold(btrfs_root: Path) -> None:
         session.exec("kill -9 $$")
         assert session.read_file("/app/kept") == b"kept\n"
         assert session.workspace_storage == "btrfs"
+
+
+def test_a_dead_owners_subvolume_is_reaped(btrfs_root: Path) -> None:
+    made = disk.DiskWorkspace.create(runtime_root(), 16)
+    (made.path / "f").write_bytes(b"left behind")
+    dead = made.path.with_name("999999999-1-deadbeef-ws")  # no such process
+    made.path.rename(dead)
+    assert str(dead) in reap()
+    assert not dead.exists()

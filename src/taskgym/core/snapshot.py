@@ -94,11 +94,13 @@ def restore_env(env: TaskEnv, snap: EpisodeSnapshot, spares: Spares | None = Non
     env.restored_observation = snap.observation
 
 
-def fork_env(env: E, n: int, snap: EpisodeSnapshot | None = None) -> list[E]:
+def fork_env(env: E, n: int, snap: EpisodeSnapshot | None = None,
+             refill: bool = True) -> list[E]:
     """``n`` new envs, each made with ``env``'s constructor arguments and restored from
     ``snap`` (a snapshot of ``env`` taken now when ``None``, closed after), each into a spare
     sandbox of ``env``'s (:meth:`TaskEnv.fork_spares`) when one is ready; ``n`` spares are
-    started in the background for the next fork."""
+    started in the background for the next fork unless ``refill`` is false (``env`` is about
+    to be closed)."""
     if n < 0:
         raise ConfigError(f"fork(n) needs n >= 0, not {n}")
     own = snap is None
@@ -117,5 +119,6 @@ def fork_env(env: E, n: int, snap: EpisodeSnapshot | None = None) -> list[E]:
     finally:
         if own:
             taken.close()
-    spares.want(taken.session.spec, n)
+    if refill:
+        spares.want(taken.session.spec, n)
     return children
