@@ -4,28 +4,17 @@ dead spare or another spec is never used; closing leaves nothing."""
 
 from __future__ import annotations
 
-import os
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
 import taskgym
+from taskgym.core.checks import host_state
 from taskgym.core.env import TaskEnv
 from taskgym.sandbox import Backend, SandboxSpec, Session
-from taskgym.sandbox.procs import children
 from taskgym.sandbox.spares import Spares
 
 SPEC = SandboxSpec(memory_mb=300, pids=64)
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 @pytest.fixture()
@@ -107,7 +96,7 @@ def test_turned_off(monkeypatch: pytest.MonkeyPatch, spares: Spares) -> None:
 
 
 def test_env_forks_use_spares_and_close_them(backend: Backend) -> None:
-    processes = set(children(os.getpid()))
+    before = host_state()  # processes, cgroups, temporary folders, mounts of this process
     env = taskgym.make("coding-terminal-v0", sandbox=backend).unwrapped
     assert isinstance(env, TaskEnv)
     try:
@@ -124,5 +113,5 @@ def test_env_forks_use_spares_and_close_them(backend: Backend) -> None:
     finally:
         env.close()
     assert env.fork_spares().live() == 0
-    if backend.name == "local":  # every spare's bwrap is gone with the env
-        assert wait_for(lambda: set(children(os.getpid())) <= processes)
+    if backend.name == "local":  # every spare's bwrap, cgroup and folder is gone with the env
+        assert host_state() <= before, host_state() - before
