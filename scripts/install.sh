@@ -15,6 +15,8 @@ cd "$(dirname "$0")/.."
 
 packages=(bubblewrap python3 python3-pytest git make gcc libc6-dev procps)
 case "${1:-}" in --test|--game) packages+=(godot3-server) ;; esac  # the engine game-godot-v0 runs
+# the copy-on-write tests make an XFS and a btrfs filesystem on a loop device (tests/sandbox/test_cow.py)
+if [ "${1:-}" = "--test" ]; then packages+=(xfsprogs btrfs-progs); fi
 missing=()
 for pkg in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

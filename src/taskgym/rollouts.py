@@ -48,7 +48,7 @@ def group(env_id: str, task_id: str, prefix: Sequence[Any], n: int,
         obs, _info = env.reset(options={"task_id": task_id, "replay": list(prefix)})
         snap = snapshot_env(env, observation=obs)
         try:
-            return fork_env(env, n, snap)
+            return fork_env(env, n, snap, refill=False)  # ``made`` is closed next
         finally:
             snap.close()
     finally:

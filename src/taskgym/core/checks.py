@@ -15,7 +15,6 @@ import json
 import os
 import re
 import secrets
-import tempfile
 import time
 import traceback
 import warnings
@@ -34,6 +33,7 @@ from taskgym.core.registry import make
 from taskgym.core.spaces import ToolCallSpace
 from taskgym.core.task import GeneratedTaskSet, TaskSet
 from taskgym.evaluation import EpisodeRecord, run_episode
+from taskgym.sandbox.cleanup import runtime_root
 from taskgym.sandbox.procs import running_argv
 
 __all__ = ["check_task_env", "host_state", "oracle_then_null", "sleepers"]
@@ -235,7 +235,7 @@ def host_state(pid: int | None = None) -> set[str]:
                 state.add(f"process {entry.name} {stat[stat.index('('):stat.rindex(')') + 1]}")
     state |= {f"mount {point}" for point in (line.split()[4] for line in
               Path("/proc/self/mountinfo").read_text().splitlines()) if f"/{me}-" in point}
-    roots = [Path("/sys/fs/cgroup"), *Path(tempfile.gettempdir()).glob("taskgym-*")]
+    roots = [Path("/sys/fs/cgroup"), runtime_root()]
     for root in roots:
         for folder, dirs, _files in os.walk(root):
             state |= {f"folder {folder}/{d}" for d in dirs if d.startswith(f"{me}-")}

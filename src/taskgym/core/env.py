@@ -54,6 +54,7 @@ from taskgym.sandbox import (
 )
 from taskgym.sandbox.blocking import run_blocking
 from taskgym.sandbox.os_errors import resource_error
+from taskgym.sandbox.spares import Spares
 from taskgym.sandbox.warm import close_warm_graders
 
 if TYPE_CHECKING:
@@ -129,6 +130,7 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
     carried by :meth:`snapshot`, :meth:`restore` and :meth:`fork`."""
 
     _init_args: tuple[tuple[Any, ...], dict[str, Any]]
+    _spares: Spares | None = None
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Self:
         env = super().__new__(cls)
@@ -525,6 +527,13 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
 
         return fork_env(self, n)
 
+    def fork_spares(self) -> Spares:
+        """The started, unused sandboxes this env's forks fill (:mod:`taskgym.sandbox.spares`),
+        kept until the env is closed."""
+        if self._spares is None:
+            self._spares = Spares(self.backend)
+        return self._spares
+
     def clone(self) -> Self:
         """A new env made with the arguments this one was made with (no episode yet). It
         shares this env's backend and task set (what those arguments made already), so a
@@ -592,6 +601,8 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         self._end_session()
         if self._backend is not None:
             close_warm_graders(self._backend)
+        if self._spares is not None:
+            self._spares.close()
         super().close()
 
 

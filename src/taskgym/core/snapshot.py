@@ -25,6 +25,7 @@ import numpy as np
 from taskgym.core.task import Limits, Task
 from taskgym.errors import ConfigError, SandboxError
 from taskgym.sandbox.snapshot import SessionSnapshot
+from taskgym.sandbox.spares import Spares
 
 if TYPE_CHECKING:
     from taskgym.core.env import TaskEnv
@@ -75,14 +76,14 @@ def snapshot_env(env: TaskEnv, observation: dict[str, str] | None = None) -> Epi
         domain_state=env.episode_state(), observation=observation)
 
 
-def restore_env(env: TaskEnv, snap: EpisodeSnapshot) -> None:
+def restore_env(env: TaskEnv, snap: EpisodeSnapshot, spares: Spares | None = None) -> None:
     if type(env) is not snap.env_class:
         raise ConfigError(f"a snapshot of {snap.env_class.__name__} cannot be restored into "
                           f"{type(env).__name__}; restore it into an env of the same class")
     if snap.session.closed:
         raise SandboxError("the snapshot is closed; take a new one with snapshot()")
     env.end_episode()
-    session = env.backend.fork(snap.session)
+    session = env.backend.fork(snap.session, spares)
     rng = np.random.Generator(np.random.PCG64())
     rng.bit_generator.state = copy.deepcopy(snap.rng_state)
     remaining = max(0.0, snap.limits.timeout_sec - snap.elapsed_sec)
@@ -93,19 +94,24 @@ def restore_env(env: TaskEnv, snap: EpisodeSnapshot) -> None:
     env.restored_observation = snap.observation
 
 
-def fork_env(env: E, n: int, snap: EpisodeSnapshot | None = None) -> list[E]:
+def fork_env(env: E, n: int, snap: EpisodeSnapshot | None = None,
+             refill: bool = True) -> list[E]:
     """``n`` new envs, each made with ``env``'s constructor arguments and restored from
-    ``snap`` (a snapshot of ``env`` taken now when ``None``, closed after)."""
+    ``snap`` (a snapshot of ``env`` taken now when ``None``, closed after), each into a spare
+    sandbox of ``env``'s (:meth:`TaskEnv.fork_spares`) when one is ready; ``n`` spares are
+    started in the background for the next fork unless ``refill`` is false (``env`` is about
+    to be closed)."""
     if n < 0:
         raise ConfigError(f"fork(n) needs n >= 0, not {n}")
     own = snap is None
     taken = snapshot_env(env) if snap is None else snap
     children: list[E] = []
+    spares = env.fork_spares()
     try:
         for _ in range(n):
             child = env.clone()
             children.append(child)
-            restore_env(child, taken)
+            restore_env(child, taken, spares)
     except BaseException:
         for child in children:
             child.close()
@@ -113,4 +119,6 @@ def fork_env(env: E, n: int, snap: EpisodeSnapshot | None = None) -> list[E]:
     finally:
         if own:
             taken.close()
+    if refill:
+        spares.want(taken.session.spec, n)
     return children

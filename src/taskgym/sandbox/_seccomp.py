@@ -3,9 +3,11 @@
 It denies what no task needs and what widens the kernel's attack surface, following
 Flatpak's list: process_vm_*, keyrings, perf events, the mount API,
 unshare/setns, module and kexec loading, bpf, userfaultfd, io_uring (which bypasses
-socket filtering), open_by_handle_at, and terminal injection through the TIOCSTI and
-TIOCLINUX ioctls. ``clone3`` answers ENOSYS so libc falls back to ``clone``. A process
-of another ABI (x32, i386) is killed.
+socket filtering), open_by_handle_at, terminal injection through the TIOCSTI and
+TIOCLINUX ioctls, and the btrfs ioctls that make subvolumes and snapshots (a subvolume made
+inside an on-disk workspace would escape its quota: :mod:`taskgym.sandbox.disk`).
+``clone3`` answers ENOSYS so libc falls back to ``clone``. A process of another ABI (x32,
+i386) is killed.
 
 ``ptrace`` stays allowed: debuggers and sanitizers (LeakSanitizer stops threads with it)
 are ordinary tools of coding tasks, and the pid namespace leaves only the sandbox's own
@@ -19,7 +21,7 @@ import functools
 import platform
 import struct
 
-__all__ = ["DENIED_SYSCALLS", "seccomp_program"]
+__all__ = ["DENIED_IOCTLS", "DENIED_SYSCALLS", "seccomp_program"]
 
 _LD_W_ABS = 0x20
 _JEQ_K = 0x15
@@ -30,6 +32,11 @@ _KILL_PROCESS = 0x80000000
 _ERRNO = 0x00050000
 _TIOCSTI = 0x5412
 _TIOCLINUX = 0x541C
+DENIED_IOCTLS = (
+    _TIOCSTI, _TIOCLINUX,
+    0x50009401, 0x5000940E, 0x50009417, 0x50009418,  # BTRFS_IOC_{SNAP,SUBVOL}_CREATE[_V2]
+)
+"""ioctl requests that answer EPERM (matched on the request's low 32 bits)."""
 
 # name -> (x86_64, aarch64) syscall numbers
 _DENIED = {
@@ -78,13 +85,9 @@ def seccomp_program() -> bytes:
         prog += [_insn(_JEQ_K, 0, 1, nr), _insn(_RET_K, 0, 0, deny)]
     prog += [_insn(_JEQ_K, 0, 1, _CLONE3[col]), _insn(_RET_K, 0, 0, _ERRNO | errno.ENOSYS)]
     # ioctl(fd, request, ...): request is args[1], whose low 32 bits sit at offset 24
-    prog += [
-        _insn(_JEQ_K, 0, 5, _IOCTL[col]),
-        _insn(_LD_W_ABS, 0, 0, 24),
-        _insn(_JEQ_K, 2, 0, _TIOCSTI),
-        _insn(_JEQ_K, 1, 0, _TIOCLINUX),
-        _insn(_RET_K, 0, 0, _ALLOW),
-        _insn(_RET_K, 0, 0, deny),
-    ]
+    count = len(DENIED_IOCTLS)
+    prog += [_insn(_JEQ_K, 0, count + 3, _IOCTL[col]), _insn(_LD_W_ABS, 0, 0, 24)]
+    prog += [_insn(_JEQ_K, count - i, 0, request) for i, request in enumerate(DENIED_IOCTLS)]
+    prog += [_insn(_RET_K, 0, 0, _ALLOW), _insn(_RET_K, 0, 0, deny)]
     prog.append(_insn(_RET_K, 0, 0, _ALLOW))
     return b"".join(prog)

@@ -4,18 +4,26 @@ Unlike :mod:`taskgym.sandbox._fs` (file tools, seeds), these keep everything a s
 must give back: modes (``000`` folders included), owners where the caller may set them,
 modification times, symbolic links as links, empty folders. Nothing is ever followed: each
 name is opened with ``O_NOFOLLOW`` relative to its parent's descriptor. File data moves
-in the kernel (``copy_file_range``, else ``sendfile``), one pass, no Python buffers. Hard
-links are copied as separate files; fifos, sockets and devices are skipped.
+in the kernel, one pass, no Python buffers: a whole file is first cloned (``FICLONE``: the
+copy shares the source's extents, copy-on-write, where both sides are on one filesystem that
+has reflinks, such as XFS made with ``reflink=1`` or btrfs), else ``copy_file_range``, else
+``sendfile``. :class:`CopyStats` counts which way each file went. Hard links are copied as
+separate files; fifos, sockets and devices are skipped.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import stat
+from dataclasses import dataclass
 
-__all__ = ["clear_tree", "copy_tree", "tree_bytes"]
+__all__ = ["CopyStats", "clear_tree", "copy_tree", "tree_bytes"]
+
+FICLONE = 0x40049409
+"""``ioctl(dst, FICLONE, src)``: make ``dst`` share all of ``src``'s extents (linux/fs.h)."""
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -25,11 +33,32 @@ _range_ok = True
 """Whether ``copy_file_range`` has worked between the filesystems met so far."""
 
 
-def copy_tree(src_fd: int, dst_fd: int) -> int:
+@dataclass(slots=True)
+class CopyStats:
+    """How a tree copy moved its files' data."""
+
+    cloned: int = 0
+    """Files cloned whole (``FICLONE``): they share the source's extents until written."""
+    copied: int = 0
+    """Files whose data was copied (``copy_file_range`` or ``sendfile``)."""
+    clone_error: str = ""
+    """Why the first clone that failed did (``EXDEV``: two filesystems; ``EOPNOTSUPP``: no
+    reflinks there), empty when none failed."""
+
+    @property
+    def method(self) -> str:
+        """``"reflink"`` (every file cloned), ``"copy"`` (none), ``"mixed"``, or ``"empty"``."""
+        if self.cloned and self.copied:
+            return "mixed"
+        return "reflink" if self.cloned else "copy" if self.copied else "empty"
+
+
+def copy_tree(src_fd: int, dst_fd: int, stats: CopyStats | None = None) -> int:
     """Copy what the folder ``src_fd`` holds into the empty folder ``dst_fd``; return the
-    bytes of file data copied. The top folders' own modes are left alone."""
-    with os.scandir(src_fd) as listing:
-        entries = list(listing)
+    bytes of file data copied (cloned files count too), recording in ``stats`` how. The top
+    folders' own modes are left alone."""
+    stats = CopyStats() if stats is None else stats
+    entries = _listing(src_fd)
     total = 0
     for entry in entries:
         name = entry.name
@@ -40,7 +69,7 @@ def copy_tree(src_fd: int, dst_fd: int) -> int:
             try:
                 sub_dst = os.open(name, _DIR, dir_fd=dst_fd)
                 try:
-                    total += copy_tree(sub_src, sub_dst)
+                    total += copy_tree(sub_src, sub_dst, stats)
                     _finish(sub_dst, st)
                 finally:
                     os.close(sub_dst)
@@ -54,14 +83,13 @@ def copy_tree(src_fd: int, dst_fd: int) -> int:
                 os.utime(name, ns=(st.st_atime_ns, st.st_mtime_ns), dir_fd=dst_fd,
                          follow_symlinks=False)
         elif stat.S_ISREG(st.st_mode):
-            total += _copy_file(name, src_fd, dst_fd, st)
+            total += _copy_file(name, src_fd, dst_fd, st, stats)
     return total
 
 
 def tree_bytes(fd: int) -> int:
     """Bytes of regular-file data under the folder ``fd``."""
-    with os.scandir(fd) as listing:
-        entries = list(listing)
+    entries = _listing(fd)
     total = 0
     for entry in entries:
         st = entry.stat(follow_symlinks=False)
@@ -78,8 +106,7 @@ def tree_bytes(fd: int) -> int:
 
 def clear_tree(fd: int) -> None:
     """Remove everything under the folder ``fd`` (the folder itself stays)."""
-    with os.scandir(fd) as listing:
-        entries = list(listing)
+    entries = _listing(fd)
     for entry in entries:
         if entry.is_dir(follow_symlinks=False):
             with contextlib.suppress(OSError):
@@ -94,6 +121,15 @@ def clear_tree(fd: int) -> None:
             os.unlink(entry.name, dir_fd=fd)
 
 
+def _listing(fd: int) -> list[os.DirEntry[str]]:
+    """The entries of the folder ``fd``, read from its start. The rewind matters: a long-lived
+    descriptor (a session's workspace) may have been read to its end before, and btrfs shows
+    a descriptor only the entries that existed when it was opened or last rewound."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    with os.scandir(fd) as listing:
+        return list(listing)
+
+
 def _open_dir(name: str, parent: int, mode: int) -> int:
     try:
         return os.open(name, _DIR, dir_fd=parent)
@@ -105,7 +141,8 @@ def _open_dir(name: str, parent: int, mode: int) -> int:
             os.chmod(name, stat.S_IMODE(mode), dir_fd=parent, follow_symlinks=False)
 
 
-def _copy_file(name: str, src_dir: int, dst_dir: int, st: os.stat_result) -> int:
+def _copy_file(name: str, src_dir: int, dst_dir: int, st: os.stat_result,
+               stats: CopyStats) -> int:
     try:
         src = os.open(name, _FILE, dir_fd=src_dir)
     except PermissionError:  # mode 000 and not root: read it as its owner
@@ -120,13 +157,36 @@ def _copy_file(name: str, src_dir: int, dst_dir: int, st: os.stat_result) -> int
             return 0
         dst = os.open(name, _NEW, 0o600, dir_fd=dst_dir)
         try:
-            copied = _copy_data(src, dst, now.st_size)
+            if _clone(src, dst, stats):
+                copied = now.st_size
+            else:
+                copied = _copy_data(src, dst, now.st_size)
+                stats.copied += 1
             _finish(dst, st)
         finally:
             os.close(dst)
     finally:
         os.close(src)
     return copied
+
+
+def _clone(src: int, dst: int, stats: CopyStats) -> bool:
+    """Clone ``src`` into the empty ``dst`` (``FICLONE``); ``False`` when this filesystem
+    pair cannot, so the caller copies. Tried for every file: a tree may span mounts."""
+    if stats.clone_error and stats.cloned == 0:
+        return False  # the first failed and none worked: the same pair throughout, most often
+    try:
+        fcntl.ioctl(dst, FICLONE, src)
+    except OSError as exc:
+        if exc.errno not in (errno.EXDEV, errno.EOPNOTSUPP, errno.ENOTTY, errno.EINVAL,
+                             errno.ENOSYS, errno.EPERM):
+            raise
+        if not stats.clone_error:
+            stats.clone_error = ("EOPNOTSUPP" if exc.errno == errno.EOPNOTSUPP  # not ENOTSUP
+                                 else errno.errorcode.get(exc.errno or 0, str(exc.errno)))
+        return False
+    stats.cloned += 1
+    return True
 
 
 def _copy_data(src: int, dst: int, size: int) -> int:
@@ -153,8 +213,10 @@ def _copy_data(src: int, dst: int, size: int) -> int:
 
 
 def _finish(fd: int, st: os.stat_result) -> None:
-    """Give a copied file or folder the source's owner, mode and times."""
-    with contextlib.suppress(OSError):
-        os.fchown(fd, st.st_uid, st.st_gid)
+    """Give a copied file or folder the source's owner (unless it is ours already: the new
+    file has it), mode and times."""
+    if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+        with contextlib.suppress(OSError):
+            os.fchown(fd, st.st_uid, st.st_gid)
     os.fchmod(fd, stat.S_IMODE(st.st_mode))
     os.utime(fd, ns=(st.st_atime_ns, st.st_mtime_ns))

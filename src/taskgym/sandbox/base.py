@@ -25,6 +25,7 @@ from taskgym.sandbox.os_errors import guard_class
 
 if TYPE_CHECKING:
     from taskgym.sandbox.snapshot import SessionSnapshot
+    from taskgym.sandbox.spares import Spares
 
 
 __all__ = ["CONCURRENT_AEXEC", "Backend", "ExecResult", "Prestarted", "ResourceUsage", "SandboxSpec",
@@ -116,6 +117,10 @@ class Session(abc.ABC):
     cpu_limited: bool = False
     """Whether :attr:`SandboxSpec.cpus` is enforced: a cgroup with the cpu controller, or
     the container's quota. The rlimit fallback has no CPU quota."""
+    workspace_storage: str = "tmpfs"
+    """Where the workspace lives: ``"tmpfs"`` (capped at ``disk_mb``; snapshots and forks copy
+    its bytes) or ``"btrfs"`` (a local sandbox's capped subvolume on the runtime root's btrfs:
+    snapshots and forks clone its files, see :mod:`taskgym.sandbox.disk`)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Every backend's public methods raise :class:`SandboxError` subclasses, never a bare
@@ -276,14 +281,17 @@ class Backend(abc.ABC):
         memory run out: the message names the limit), :class:`SandboxFileError` when
         ``seed`` cannot be copied in, :class:`ConfigError` for a spec it cannot honour."""
 
-    def fork(self, snap: SessionSnapshot) -> Session:
+    def fork(self, snap: SessionSnapshot, spares: Spares | None = None) -> Session:
         """Start a new session that holds what ``snap`` saved (``snap.spec``, its workspace
-        and shell state): :meth:`start` then a restore into the fresh shell. The child is
+        and shell state): :meth:`start` (or a started, unused session of ``spares``:
+        :mod:`taskgym.sandbox.spares`) then a restore into the fresh shell. The child is
         independent of the session the snapshot came from. Raises
         :class:`~taskgym.errors.SandboxError` as :meth:`start` and :meth:`Session.restore`."""
         from taskgym.sandbox.snapshot import SnapshotSupport
 
-        session = self.start(snap.spec)
+        session = spares.take(snap.spec) if spares is not None else None
+        if session is None:
+            session = self.start(snap.spec)
         if not isinstance(session, SnapshotSupport):
             session.close()
             raise SandboxError(f"the {self.name} backend does not support snapshots")

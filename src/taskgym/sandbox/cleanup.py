@@ -16,14 +16,16 @@ import tempfile
 import threading
 from pathlib import Path
 
+from taskgym.errors import ConfigError
 from taskgym.sandbox._cgroups import cgroup_parents, remove_cgroup
 from taskgym.sandbox.procs import proc_stat
 
 __all__ = ["leftovers", "owner_alive", "reap", "reap_once", "runtime_root", "scratch_dir",
-           "session_name"]
+           "session_name", "set_runtime_root"]
 
 _lock = threading.Lock()
 _reaped = False
+_base: Path | None = None
 
 
 def _start_time(pid: int) -> str | None:
@@ -32,10 +34,35 @@ def _start_time(pid: int) -> str | None:
 
 
 def runtime_root() -> Path:
-    """This user's folder for taskgym's temporary files (created 0700)."""
-    root = Path(tempfile.gettempdir()) / f"taskgym-{os.getuid()}"
+    """This user's folder for taskgym's temporary files (created 0700):
+    ``<base>/taskgym-<uid>``, the base being what :func:`set_runtime_root` set, else
+    ``TASKGYM_RUNTIME_ROOT``, else the system's temporary folder (``TMPDIR``, else ``/tmp``).
+
+    Snapshots live here, and so do the workspaces of local sandboxes when this folder is on
+    a filesystem with reflinks and project quotas (:mod:`taskgym.sandbox.disk`): put it on
+    such a filesystem (XFS made with ``reflink=1``, mounted with ``prjquota``) for
+    copy-on-write forks."""
+    base = _base if _base is not None else Path(
+        os.environ.get("TASKGYM_RUNTIME_ROOT") or tempfile.gettempdir())
+    root = base / f"taskgym-{os.getuid()}"
     root.mkdir(mode=0o700, exist_ok=True)
     return root
+
+
+def set_runtime_root(base: str | os.PathLike[str] | None) -> None:
+    """Put taskgym's temporary files (snapshots, workspaces, scratch folders) under the folder
+    ``base`` from now on (``None``: back to the default, see :func:`runtime_root`). Set it
+    before starting sandboxes: what was made under the previous root stays there until
+    closed. Raises :class:`ConfigError` when ``base`` is not an existing folder."""
+    global _base
+    if base is not None:
+        path = Path(base).resolve()
+        if not path.is_dir():
+            raise ConfigError(f"the runtime root {str(base)!r} is not an existing folder; "
+                              "create it (or mount the filesystem) first")
+        _base = path
+    else:
+        _base = None
 
 
 def session_name() -> str:

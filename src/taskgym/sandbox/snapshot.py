@@ -108,6 +108,13 @@ class SessionSnapshot:
     folder: Path
     workspace_mode: int = 0o755
     """The permission bits of the workspace folder itself."""
+    copy_method: str = "copy"
+    """How the workspace was saved: ``"reflink"`` (every file cloned, sharing the
+    workspace's extents: copy-on-write), ``"copy"`` (the data copied: the documented
+    fallback, e.g. from a tmpfs workspace or onto ext4), ``"mixed"`` or ``"empty"``."""
+    copy_note: str = ""
+    """Why a clone failed when one did (``EXDEV``: two filesystems; ``EOPNOTSUPP``: no
+    reflinks on this filesystem)."""
     _finalizer: weakref.finalize[Any, Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -164,8 +171,9 @@ class SnapshotSupport:
         (folder / "ws").mkdir(mode=0o700)
         try:
             dst = os.open(folder / "ws", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            stats = _tree.CopyStats()
             try:
-                size = _tree.copy_tree(self._root_fd, dst)
+                size = _tree.copy_tree(self._root_fd, dst, stats)
             finally:
                 os.close(dst)
         except BaseException as exc:
@@ -174,7 +182,8 @@ class SnapshotSupport:
                 raise SandboxError(f"could not save the workspace: {exc}") from exc
             raise
         mode = stat.S_IMODE(os.fstat(self._root_fd).st_mode)
-        return SessionSnapshot(self.spec, shell, size, background, folder, mode)
+        return SessionSnapshot(self.spec, shell, size, background, folder, mode,
+                               stats.method, stats.clone_error)
 
     def restore(self, snap: SessionSnapshot) -> None:
         if self._root_fd < 0:

@@ -75,9 +75,11 @@ def system_binds() -> list[str]:
 
 
 def bwrap_argv(bwrap: str, spec: SandboxSpec, info_fd: int, block_fd: int, seccomp_fd: int,
-               etc_fds: tuple[int, int]) -> list[str]:
+               etc_fds: tuple[int, int], workspace: str | None = None) -> list[str]:
     """The command line of ``bwrap`` for ``spec`` (no command yet); ``etc_fds`` hold the
-    sandbox's ``/etc/passwd`` and ``/etc/group`` (:func:`etc_files`)."""
+    sandbox's ``/etc/passwd`` and ``/etc/group`` (:func:`etc_files`). The workspace is a
+    tmpfs of ``disk_mb``, or the host folder ``workspace`` bound there (a capped subvolume:
+    :mod:`taskgym.sandbox.disk`)."""
     if not spec.workdir.startswith("/") or spec.workdir in ("/", "/usr", "/tmp", "/proc"):
         raise ConfigError(f"workdir must be a fresh absolute path, not {spec.workdir!r}")
     args = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--hostname", "sandbox",
@@ -93,7 +95,8 @@ def bwrap_argv(bwrap: str, spec: SandboxSpec, info_fd: int, block_fd: int, secco
              "--dev", "/dev", "--size", str(64 << 20), "--tmpfs", "/dev/shm",
              "--remount-ro", "/dev",
              "--size", str(spec.tmp_mb << 20), "--tmpfs", "/tmp",
-             "--size", str(spec.disk_mb << 20), "--tmpfs", spec.workdir,
+             *(("--bind", workspace, spec.workdir) if workspace is not None
+               else ("--size", str(spec.disk_mb << 20), "--tmpfs", spec.workdir)),
              "--size", str(CONTROL_MB << 20), "--tmpfs", CONTROL_DIR,
              "--size", str(spec.stream_limit_bytes), "--tmpfs", f"{CONTROL_DIR}/o",
              "--size", str(spec.stream_limit_bytes), "--tmpfs", f"{CONTROL_DIR}/e"]

@@ -104,16 +104,17 @@ class LocalBackend(Backend):
         return None
 
     def argv(self, spec: SandboxSpec, info_fd: int, block_fd: int, seccomp_fd: int,
-             etc_fds: tuple[int, int]) -> list[str]:
+             etc_fds: tuple[int, int], workspace: str | None = None) -> list[str]:
         """The bwrap command line for ``spec`` (:func:`~.command_line.bwrap_argv`)."""
-        return bwrap_argv(self._bwrap, spec, info_fd, block_fd, seccomp_fd, etc_fds)
+        return bwrap_argv(self._bwrap, spec, info_fd, block_fd, seccomp_fd, etc_fds, workspace)
 
     def launch(
         self, spec: SandboxSpec, command: list[str], pass_fds: Sequence[int] = (),
-        stdout: int | None = None,
+        stdout: int | None = None, workspace: str | None = None,
     ) -> Launched:
         """Start bwrap around ``command`` with limits in place before it runs; its stdout is
-        ``stdout`` when given, else a pipe."""
+        ``stdout`` when given, else a pipe; its workspace the host folder ``workspace`` when
+        given, else a tmpfs."""
         opened: list[int] = []
         try:
             for _ in range(3):
@@ -126,7 +127,7 @@ class LocalBackend(Backend):
                 encode_text(arg, "the command")
             etc = etc_files()
             opened += etc
-            bwrap, *options = self.argv(spec, info_w, block_r, seccomp_r, etc)
+            bwrap, *options = self.argv(spec, info_w, block_r, seccomp_r, etc, workspace)
             args_fd = memfd(b"".join(encode_text(option, "a sandbox option") + b"\0"
                                       for option in options))
         except BaseException as exc:

@@ -17,7 +17,7 @@ import weakref
 from pathlib import Path
 
 from taskgym.errors import SandboxError
-from taskgym.sandbox import _fs, _gil_held
+from taskgym.sandbox import _fs, _gil_held, disk
 from taskgym.sandbox._commands import (
     BAD_STATUS_NOTE,
     CONTROL_DIR,
@@ -89,6 +89,7 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
         self._proc: Launched | None = None
         self._restart_pending = False
         self._driver = LoopDriver()
+        self._disk = self._new_disk()
         self._boot(seed_dir=seed, seed_fd=None)
         _LIVE.add(self)
 
@@ -105,7 +106,8 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
         try:
             launched = self._backend.launch(
                 self.spec, ["/bin/bash", "--norc", "--noprofile", f"/dev/fd/{ctl_r}"], [ctl_r],
-                stdout=shell_status.fileno())
+                stdout=shell_status.fileno(),
+                workspace=None if self._disk is None else str(self._disk.path))
         except BaseException:
             os.close(ctl_w)
             status.close()
@@ -175,8 +177,8 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
         self._restart_pending = False
         old_fd = os.dup(self._root_fd)
         try:
-            self._shutdown_processes()
-            self._boot(seed_dir=None, seed_fd=old_fd)
+            self._shutdown_processes()  # an on-disk workspace stays where it is: no copy
+            self._boot(seed_dir=None, seed_fd=old_fd if self._disk is None else None)
         finally:
             os.close(old_fd)
 
@@ -219,6 +221,18 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
     def close(self) -> None:
         self._shutdown_processes()
         self._close_fds("_root_fd")
+        workspace, self._disk = self._disk, None
+        if workspace is not None:
+            workspace.remove()
+
+    def _new_disk(self) -> disk.DiskWorkspace | None:
+        """The workspace subvolume when the runtime root allows (:mod:`taskgym.sandbox.disk`)."""
+        try:
+            found = disk.new_workspace(self.spec.disk_mb)
+        except OSError as exc:
+            raise resource_error("could not make the sandbox's workspace", exc) from exc
+        self.workspace_storage = "tmpfs" if found is None else "btrfs"
+        return found
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
