@@ -84,6 +84,7 @@ class CadEnv(TaskEnv):
     curated = f"{ENV_ID}/tasks"
     generators = FAMILIES
     generate = "taskgym.domains.cad.generators:generate"
+    grader = "taskgym.domains.cad.verifier:grader_of"
     local_requires = ("cadquery",)
     extra = "cad"
 

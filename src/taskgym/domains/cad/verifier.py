@@ -21,9 +21,9 @@ from taskgym.domains.cad.settings import reference_file, settings_of
 from taskgym.errors import ConfigError
 from taskgym.paths import read_cached, write_cached
 from taskgym.sandbox import Backend, SandboxSpec, scratch_dir
-from taskgym.sandbox.grading import run_grader
+from taskgym.sandbox.grading import Grader
 
-__all__ = ["CHECK_PENALTY", "INSIDE_DIR", "INSIDE_MOUNT", "check_reference", "grade_code"]
+__all__ = ["CHECK_PENALTY", "INSIDE_DIR", "INSIDE_MOUNT", "check_reference", "grade_code", "grader_of"]
 
 INSIDE_DIR = Path(__file__).parent / "inside"
 """Scripts that run inside sandboxes (worker, grader, geometry, render)."""
@@ -116,27 +116,32 @@ def _grade(task: Task, backend: Backend, code: bytes | None
               "bbox_tol_mm": _on(checks.bbox_tol_mm), "bbox_tol_rel": checks.bbox_tol_rel,
               "hole_diameter_tol_mm": _on(checks.hole_diameter_tol_mm),
               "hole_diameter_tol_rel": checks.hole_diameter_tol_rel, "holes": checks.holes}
-    limits = task.limits
-    spec = SandboxSpec(
-        host_python=True, memory_mb=max(limits.memory_mb, 2048), pids=limits.pids,
-        disk_mb=limits.disk_mb, ro_binds={str(INSIDE_DIR): INSIDE_MOUNT},
-        env={"PYTHONDONTWRITEBYTECODE": "1",
-             "TASKGYM_RUN_TIMEOUT": str(settings.run_timeout_sec),
-             "TASKGYM_RUN_MEMORY_MB": str(settings.run_memory_mb),
-             "TASKGYM_CHECK_REFERENCE": "1" if code is None else "0"})
     with scratch_dir() as tmp:
         if code is not None:
             (Path(tmp) / "part.py").write_bytes(code)
-        run = run_grader(backend, spec, ["python3", "-I", "-B", f"{INSIDE_MOUNT}/grade.py"],
-                         seed=Path(tmp), timeout=limits.verifier_timeout_sec,
-                         secrets={"TASKGYM_SECRET_FD": json.dumps(secret).encode() + b"\n"
-                                  + reference.read_bytes()}, preload=PRELOAD)
+        run = grader_of(task, check=code is None).run(
+            backend, seed=Path(tmp), timeout=task.limits.verifier_timeout_sec,
+            secrets={"TASKGYM_SECRET_FD": json.dumps(secret).encode() + b"\n" + reference.read_bytes()})
     common: dict[str, Any] = {"verifier_seconds": round(run.result.duration_sec, 3),
                               "verifier_cpu_seconds": round(run.usage.cpu_sec, 3)}
     record = run.records[0] if run.records else None
     if record is not None:
         common["timing"] = record.get("timing")
     return record, common, run.result.timed_out, run.log(2000)
+
+
+def grader_of(task: Task, image: str | None = None, check: bool = False) -> Grader:
+    """``task``'s grader, of a submission (of the reference alone when ``check``); ``image`` is
+    not used: it runs in the image holding taskgym's Python."""
+    settings, limits = settings_of(task), task.limits
+    spec = SandboxSpec(
+        host_python=True, memory_mb=max(limits.memory_mb, 2048), pids=limits.pids,
+        disk_mb=limits.disk_mb, ro_binds={str(INSIDE_DIR): INSIDE_MOUNT},
+        env={"PYTHONDONTWRITEBYTECODE": "1",
+             "TASKGYM_RUN_TIMEOUT": str(settings.run_timeout_sec),
+             "TASKGYM_RUN_MEMORY_MB": str(settings.run_memory_mb),
+             "TASKGYM_CHECK_REFERENCE": "1" if check else "0"})
+    return Grader(spec, ("python3", "-I", "-B", f"{INSIDE_MOUNT}/grade.py"), PRELOAD)
 
 
 def _on(value: float | bool) -> float | None:

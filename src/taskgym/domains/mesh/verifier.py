@@ -16,9 +16,9 @@ from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task
 from taskgym.errors import ConfigError
 from taskgym.sandbox import Backend, SandboxSpec
-from taskgym.sandbox.grading import run_grader
+from taskgym.sandbox.grading import Grader
 
-__all__ = ["BINDS", "FORMATS", "IMAGE", "MAX_BYTES", "MeshSettings", "grade_file", "settings_of"]
+__all__ = ["BINDS", "FORMATS", "IMAGE", "MAX_BYTES", "MeshSettings", "grade_file", "grader_of", "settings_of"]
 
 INSIDE_DIR = Path(__file__).parent / "inside"
 BINDS = {str(INSIDE_DIR): "/.mesh"}
@@ -72,6 +72,15 @@ def settings_of(task: Task) -> MeshSettings:
     return found
 
 
+def grader_of(task: Task, image: str | None = IMAGE) -> Grader:
+    """``task``'s grader (in ``image`` on container backends); the submission is its workspace."""
+    spec = SandboxSpec(host_python=True, memory_mb=max(task.limits.memory_mb, 4096), pids=task.limits.pids,
+                       disk_mb=task.limits.disk_mb, ro_binds=BINDS, env={"PYTHONDONTWRITEBYTECODE": "1"},
+                       image=image)
+    return Grader(spec, ("python3", "-I", "-B", "/.mesh/grade.py"),
+                  ("meshlib", "scipy.spatial", "scipy.optimize"))
+
+
 def grade_file(task: Task, name: str, data: bytes, backend: Backend,
                image: str | None = IMAGE) -> RewardResult:
     """Grade ``data``, submitted as ``name``, against ``task``'s hidden target (in ``image`` on
@@ -85,21 +94,14 @@ def grade_file(task: Task, name: str, data: bytes, backend: Backend,
     if settings.scene is not None:
         grader.update(settings.scene.model_dump())
     secret = json.dumps({"settings": grader, "files": files}).encode()
-    limits = task.limits
-    spec = SandboxSpec(host_python=True, memory_mb=max(limits.memory_mb, 4096), pids=limits.pids,
-                       disk_mb=limits.disk_mb, ro_binds=BINDS, env={"PYTHONDONTWRITEBYTECODE": "1"},
-                       image=image)
     with tempfile.TemporaryDirectory(prefix="taskgym-mesh-") as tmp:
         (Path(tmp) / name).write_bytes(data)
-        run = run_grader(backend, spec, ["python3", "-I", "-B", "/.mesh/grade.py", name],
-                         seed=Path(tmp), timeout=limits.verifier_timeout_sec,
-                         secrets={"TASKGYM_SECRET_FD": secret},
-                         preload=("meshlib", "scipy.spatial", "scipy.optimize"))
-    common: dict[str, Any] = {"verifier_seconds": round(run.result.duration_sec, 3),
-                              "verifier_cpu_seconds": round(run.usage.cpu_sec, 3)}
+        run = grader_of(task, image).run(backend, seed=Path(tmp), secrets={"TASKGYM_SECRET_FD": secret},
+                                         timeout=task.limits.verifier_timeout_sec)
+    common = run.seconds()
     record = run.final()
     if run.result.timed_out:
-        return RewardResult.failed(f"grading ran past {limits.verifier_timeout_sec:g}s", **common)
+        return RewardResult.failed(f"grading ran past {task.limits.verifier_timeout_sec:g}s", **common)
     if record is None:
         return RewardResult.failed("the grader ended without its report", log=run.log(), **common)
     common.update(timing=record.get("timing"), properties=record.get("properties"))
