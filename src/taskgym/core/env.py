@@ -27,6 +27,7 @@ import importlib.util
 import inspect
 import time
 import traceback
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -525,6 +526,7 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         old = lease = self._lease
         if lease is None or not lease.same(self.backend, made.spec, made.argv, made.preload):
             self._lease = lease = Lease(self.backend, made.spec, made.argv, made.preload)
+            weakref.finalize(self, lease.close)  # an env dropped unclosed lets go of it too
             if old is not None:
                 old.close()
         lease.expect()
