@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 import taskgym
@@ -47,3 +49,36 @@ def test_configs_are_frozen_and_hashable() -> None:
 def test_make_refuses_an_unknown_backend_at_once() -> None:
     with pytest.raises(ConfigError, match="unknown sandbox backend 'nope'"):
         taskgym.make("coding-terminal-v0", sandbox="nope")
+
+
+def test_warm_graders_come_from_the_config_and_the_variable_is_a_default(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TASKGYM_WARM_GRADERS", raising=False)
+    cpus = len(os.sched_getaffinity(0))
+    assert LocalConfig().warm_graders == DockerConfig().warm_graders == max(1, cpus)
+    monkeypatch.setenv("TASKGYM_WARM_GRADERS", "5")
+    assert LocalConfig().warm_graders == 5
+    assert backend_config({"type": "docker", "warm_graders": 0}).warm_graders == 0
+    assert backend_config({"type": "local", "warm_idle_sec": 2.5}).warm_idle_sec == 2.5
+    monkeypatch.setenv("TASKGYM_WARM_GRADERS", "lots")
+    with pytest.raises(ConfigError, match="TASKGYM_WARM_GRADERS must be a whole number"):
+        LocalConfig()
+
+
+@pytest.mark.parametrize("choice, message", [
+    ({"type": "local", "warm_graders": -1}, "warm_graders: Input should be greater than or equal to 0"),
+    ({"type": "docker", "warm_idle_sec": 0}, "warm_idle_sec: Input should be greater than 0"),
+])
+def test_bad_warm_grader_settings_say_what_is_accepted(choice: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        backend_config(choice)  # type: ignore[arg-type]
+
+
+@pytest.mark.sandbox
+def test_a_local_config_makes_a_backend_with_its_warm_grader_settings() -> None:
+    from taskgym.sandbox import get_backend
+
+    backend = get_backend(LocalConfig(warm_graders=3, warm_idle_sec=7.0))
+    assert (backend.warm_graders, backend.warm_idle_sec) == (3, 7.0)
+    assert get_backend(LocalConfig(warm_graders=3, warm_idle_sec=7.0)) is backend  # shared
+    assert get_backend(LocalConfig(warm_graders=1)) is not backend

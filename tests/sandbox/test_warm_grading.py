@@ -1,5 +1,6 @@
 """Warm graders (taskgym.sandbox.warm): a grade in a pre-started sandbox sees nothing of an
-earlier grade, scores exactly as a cold grade, and no grader sandbox outlives its env.
+earlier grade, scores exactly as a cold grade, a burst of grades takes one fresh grader each,
+the pool follows its users' demand, and no grader sandbox outlives its env (nor its idle time).
 
 Each test runs on both backends (``backend`` fixture: local, and docker under -m docker).
 """
@@ -19,14 +20,15 @@ import pytest
 import taskgym
 from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task
+from taskgym.errors import SandboxError
 from taskgym.paths import envs_dir
 from taskgym.sandbox import Backend, SandboxSpec
 from taskgym.sandbox.grading import run_grader
-from taskgym.sandbox.warm import close_warm_graders, warm_pools
+from taskgym.sandbox.warm import Lease, close_warm_graders, warm_pools
 
 pytest.importorskip("cadquery", reason="the cad extra is not installed: pip install 'taskgym[cad]'")
 
-from taskgym.domains.cad.verifier import grade_code  # noqa: E402
+from taskgym.domains.cad.verifier import grade_code, grader_of  # noqa: E402
 
 MARK = "carry-marker"
 
@@ -114,12 +116,18 @@ def cad_tasks() -> Any:
 
 
 @pytest.fixture
-def two_warm(monkeypatch: pytest.MonkeyPatch, backend: Backend) -> Iterator[None]:
-    """Two pre-started graders per kind: the next grade's sandbox is already up (and waiting)
-    while the current grade runs the agent's code."""
-    monkeypatch.setenv("TASKGYM_WARM_GRADERS", "2")
+def two_warm(monkeypatch: pytest.MonkeyPatch, backend: Backend, cad_tasks: Any) -> Iterator[None]:
+    """Two pre-started graders of the CAD kind (two users expecting a grade): the next grade's
+    sandbox is already up (and waiting) while the current grade runs the agent's code."""
+    monkeypatch.setattr(backend, "warm_graders", 2)
     close_warm_graders(backend)
+    grader = grader_of(cad_tasks.get("plate-four-holes"))
+    leases = [Lease(backend, grader.spec, grader.argv, grader.preload or ()) for _ in range(2)]
+    for lease in leases:
+        lease.expect()
     yield
+    for lease in leases:
+        lease.close()
     close_warm_graders(backend)
 
 
@@ -134,7 +142,7 @@ def _comparable(result: RewardResult) -> tuple[Any, ...]:
 
 def _cold(monkeypatch: pytest.MonkeyPatch, task: Task, code: str, backend: Backend) -> RewardResult:
     with monkeypatch.context() as patch:
-        patch.setenv("TASKGYM_WARM_GRADERS", "0")
+        patch.setattr(backend, "warm_graders", 0)
         return grade_code(task, code.encode(), backend)
 
 
@@ -191,7 +199,7 @@ def test_warm_and_cold_mesh_grades_are_identical(backend: Backend, monkeypatch: 
     wrong = trimesh.creation.box((100, 60, 9)).export(file_type="stl")
     for data in (target, wrong, b"not a mesh"):
         with monkeypatch.context() as patch:
-            patch.setenv("TASKGYM_WARM_GRADERS", "0")
+            patch.setattr(backend, "warm_graders", 0)
             cold = grade_file(task, "part.stl", data, backend)
         grade_file(task, "part.stl", data, backend)
         _wait_ready(backend)
@@ -201,15 +209,45 @@ def test_warm_and_cold_mesh_grades_are_identical(backend: Backend, monkeypatch: 
             assert warm.success and warm.details["timing"]["import_sec"] < 0.5
 
 
-def _grader_processes() -> list[int]:
+def _containers(backend: Backend) -> set[str]:
+    """The ids of the docker backend's containers (empty on other backends)."""
+    if backend.name != "docker":
+        return set()
+    from taskgym.sandbox.docker.container import OWNER_LABEL
+
+    api = backend.api  # type: ignore[attr-defined]
+    return {c["Id"] for c in api.containers(
+        all=True, filters={"label": f"{OWNER_LABEL}={backend.owner}"})}  # type: ignore[attr-defined]
+
+
+def _descends_from_us(pid: int) -> bool:
+    while pid > 1:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        pid = int(stat[stat.rindex(")") + 2:].split()[1])
+        if pid == os.getpid():
+            return True
+    return False
+
+
+def _grader_processes(backend: Backend) -> list[int]:
+    """Warm-grader processes of this test process (not another one's on a shared machine):
+    local ones descend from it, docker ones run in its backend's containers."""
+    containers = _containers(backend)
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if b"warm_grader.py" in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
+                if b"warm_grader.py" not in (entry / "cmdline").read_bytes():
+                    continue
+                cgroup = (entry / "cgroup").read_text()
             except OSError:
-                pass
+                continue
+            if (any(c in cgroup for c in containers) if containers
+                    else _descends_from_us(int(entry.name))):
+                found.append(int(entry.name))
     return found
 
 
@@ -223,13 +261,13 @@ def test_no_grader_sandbox_outlives_its_env(backend: Backend) -> None:
     _wait_ready(backend)
     pools = warm_pools(backend)
     assert pools and sum(p.live() for p in pools) == 1
-    assert _grader_processes()
+    assert _grader_processes(backend)
     env.close()
     assert not warm_pools(backend)
     deadline = time.monotonic() + 30
-    while _grader_processes() and time.monotonic() < deadline:
+    while _grader_processes(backend) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _grader_processes()
+    assert not _grader_processes(backend)
 
 
 def test_the_probe_sees_what_the_attack_plants(backend: Backend, cad_tasks: Any) -> None:
@@ -281,7 +319,7 @@ def test_a_dead_pre_started_grader_is_replaced_on_the_spot(backend: Backend, tmp
     _versioned_grader(folder, 7)
     _run_versioned(backend, folder)
     _wait_ready(backend)
-    waiting = [pid for pid in _grader_processes()
+    waiting = [pid for pid in _grader_processes(backend)
                if b"/.g/g.py" in Path(f"/proc/{pid}/cmdline").read_bytes()
                and not Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"bwrap")]
     assert waiting
@@ -289,3 +327,165 @@ def test_a_dead_pre_started_grader_is_replaced_on_the_spot(backend: Backend, tmp
         os.kill(pid, signal.SIGKILL)
     time.sleep(0.5)
     assert _run_versioned(backend, folder)["version"] == 7
+
+
+def _counting_grader(folder: Path) -> None:
+    """A grader whose preloaded module notes, at import (before any grade), an id of its own and
+    the time; the script reports them, whether its process or /tmp served a grade before, then
+    marks both as used."""
+    folder.mkdir(exist_ok=True)
+    (folder / "booted.py").write_text(
+        "import os, time\nID = os.urandom(8).hex()\nAT = time.time()\nUSED = False\n")
+    (folder / "g.py").write_text(textwrap.dedent("""
+        import json, os, sys
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import booted
+        nonce = os.read(int(os.environ["TASKGYM_NONCE_FD"]), 64).decode()
+        record = {"id": booted.ID, "at": booted.AT, "used": booted.USED,
+                  "tmp": os.path.exists("/tmp/served-a-grade")}
+        booted.USED = True
+        open("/tmp/served-a-grade", "w").close()
+        with os.fdopen(int(os.environ["TASKGYM_REPORT_FD"]), "w") as report:
+            print(nonce, json.dumps(record), file=report)
+    """))
+
+
+COUNTING = ["python3", "-I", "/.g/g.py"]
+
+
+def _run_counting(backend: Backend, folder: Path) -> dict[str, Any]:
+    run = run_grader(backend, SandboxSpec(ro_binds={str(folder): "/.g"}), COUNTING, seed=None,
+                     timeout=60, preload=("booted",))
+    assert run.records, run.log()
+    return run.records[0]
+
+
+def _lease(backend: Backend, folder: Path) -> Lease:
+    return Lease(backend, SandboxSpec(ro_binds={str(folder): "/.g"}), COUNTING, ("booted",))
+
+
+def _leftovers(backend: Backend) -> set[str]:
+    """Grader processes, and this process's sandbox folders and cgroups (local) or containers
+    (docker)."""
+    found = {f"process {pid}" for pid in _grader_processes(backend)}
+    if backend.name == "docker":
+        pooled = {c.id for items in backend.pool.ready.values()  # type: ignore[attr-defined]
+                  for c, _ in items}  # the agent sessions' own warm pool
+        found |= {f"container {c}" for c in _containers(backend) - pooled}
+    else:
+        from taskgym.sandbox._cgroups import cgroup_parents
+        from taskgym.sandbox.cleanup import runtime_root
+
+        prefix = f"{os.getpid()}-"
+        found |= {f"dir {p}" for p in runtime_root().iterdir() if p.name.startswith(prefix)}
+        found |= {f"cgroup {c}" for parent in cgroup_parents() if parent.is_dir()
+                  for c in parent.iterdir() if c.is_dir() and c.name.startswith(prefix)}
+    return found
+
+
+def _settled(backend: Backend, before: set[str], timeout: float = 30) -> set[str]:
+    """What is left beyond ``before``, once removals had ``timeout`` seconds to happen."""
+    deadline = time.monotonic() + timeout
+    while (left := _leftovers(backend) - before) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+def test_a_burst_of_grades_takes_a_fresh_pre_started_grader_each(
+        backend: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    burst = 3
+    monkeypatch.setattr(backend, "warm_graders", burst)
+    close_warm_graders(backend)
+    before = _leftovers(backend)
+    folder = tmp_path / "grader"
+    _counting_grader(folder)
+    leases = [_lease(backend, folder) for _ in range(burst)]
+    for lease in leases:  # three episodes that will grade: three graders boot
+        lease.expect()
+    _wait_ready(backend)
+    (pool,) = warm_pools(backend)
+    assert pool.live() == burst
+    began = time.time()
+    records = []
+    for lease in leases:  # back to back, as a batch of episodes ending at once
+        lease.settle()
+        records.append(_run_counting(backend, folder))
+    assert len({r["id"] for r in records}) == burst  # a different grader each time
+    assert not any(r["used"] or r["tmp"] for r in records)  # none had served a grade before
+    assert all(r["at"] < began for r in records)  # each was pre-started, before the burst
+    _wait_ready(backend)
+    assert pool.live() == 1  # nothing expected any more: one spare, not three
+    for lease in leases:
+        lease.close()
+    assert not warm_pools(backend)
+    assert not _settled(backend, before)
+
+
+def test_the_pool_follows_its_users(backend: Backend, tmp_path: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sized by the users expecting a grade, capped by the backend's ``warm_graders``; one
+    user's close leaves the others' graders waiting; the last one's closes the pool."""
+    monkeypatch.setattr(backend, "warm_graders", 2)
+    close_warm_graders(backend)
+    before = _leftovers(backend)
+    folder = tmp_path / "grader"
+    _counting_grader(folder)
+    first, second, third = (_lease(backend, folder) for _ in range(3))
+    for lease in (first, second, third):
+        lease.expect()
+    _wait_ready(backend)
+    (pool,) = warm_pools(backend)
+    assert pool.live() == 2  # three expected, capped at two
+    first.close()
+    second.close()
+    _wait_ready(backend)
+    assert warm_pools(backend) == [pool] and pool.live() == 1  # the third user's is still there
+    assert not _run_counting(backend, folder)["used"]
+    third.settle()
+    third.close()
+    assert not warm_pools(backend)
+    assert not _settled(backend, before)
+    with pytest.raises(SandboxError, match="closed"):
+        third.expect()
+
+
+def test_a_grader_nobody_expects_is_stopped_once_idle(backend: Backend, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(backend, "warm_idle_sec", 1.0)
+    close_warm_graders(backend)
+    before = _leftovers(backend)
+    folder = tmp_path / "grader"
+    _counting_grader(folder)
+    _run_counting(backend, folder)  # a grade without a user: one spare boots after it
+    _wait_ready(backend)
+    (pool,) = warm_pools(backend)
+    assert pool.live() == 1
+    deadline = time.monotonic() + 30
+    while warm_pools(backend) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not warm_pools(backend) and pool.live() == 0
+    assert not _settled(backend, before)
+
+
+def test_closing_one_env_keeps_the_graders_another_env_waits_for(backend: Backend) -> None:
+    """Two mesh envs of one backend: each reset pre-starts a grader; closing the first leaves
+    the second's waiting, and its grade finds it warm."""
+    pytest.importorskip("trimesh", reason="the mesh extra is not installed")
+    close_warm_graders(backend)
+    before = _leftovers(backend)
+    envs = [taskgym.make("mesh-trimesh-v0", sandbox=backend) for _ in range(2)]
+    for env in envs:
+        env.reset(options={"task_id": "plate-four-holes"})
+    _wait_ready(backend)
+    (pool,) = warm_pools(backend)
+    assert pool.live() == 2
+    envs[0].close()
+    assert warm_pools(backend) == [pool] and pool.live() >= 1
+    for action in envs[1].unwrapped.oracle_actions(envs[1].unwrapped.task):  # type: ignore[attr-defined]
+        *_, terminated, _, info = envs[1].step(action)
+    reward = envs[1].unwrapped.last_reward  # type: ignore[attr-defined]
+    assert terminated and reward.success, reward
+    assert reward.details["timing"]["import_sec"] < 0.5  # the grader was waiting, imports done
+    envs[1].close()
+    assert not warm_pools(backend)
+    assert not _settled(backend, before)

@@ -27,6 +27,7 @@ import importlib.util
 import inspect
 import time
 import traceback
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,9 +54,10 @@ from taskgym.sandbox import (
     get_backend,
 )
 from taskgym.sandbox.blocking import run_blocking
+from taskgym.sandbox.grading import Grader
 from taskgym.sandbox.os_errors import resource_error
 from taskgym.sandbox.spares import Spares
-from taskgym.sandbox.warm import close_warm_graders
+from taskgym.sandbox.warm import Lease
 
 if TYPE_CHECKING:
     from typing import Self
@@ -114,6 +116,12 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
     """``"module:function"`` of ``function(name, seed, dest)``, which writes one complete task
     folder at ``dest``; cached generated tasks follow the sources of that module's folder."""
     generated_size: ClassVar[int] = 100
+    grader: ClassVar[str | None] = None
+    """``"module:function"`` of ``function(task, image)`` giving the
+    :class:`~taskgym.sandbox.grading.Grader` that :meth:`verify` grades with (``image``: the
+    task's :meth:`container_image`), when it imports modules first: each reset then counts its
+    episode in the warm graders of that kind, so that one waits when it grades
+    (:mod:`taskgym.sandbox.warm`)."""
     """How many seeds iterating a generated task set covers."""
     requires: ClassVar[tuple[str, ...]] = ()
     """Modules this process must be able to import to run the env."""
@@ -171,6 +179,7 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         self.last_reward: RewardResult | None = None
         self.last_usage = ResourceUsage()
         """CPU time and peak memory of the last episode's agent sandbox."""
+        self._lease: Lease | None = None
 
     # -- what a domain provides ------------------------------------------------------
     def default_tasks(self) -> TaskSet:
@@ -325,6 +334,7 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
             task = self.task_set.pick(int(self.np_random.integers(0, 2**31 - 1)))
         self.task = task
         self._session = self.backend.start(self.sandbox_spec(task), self.workspace_seed(task))
+        self._expect_grade(task)
         self._steps = 0
         self.episode_limits = self.limits(task)  # the task's budgets with this env's overrides
         self._deadline = time.monotonic() + self.episode_limits.timeout_sec
@@ -488,6 +498,8 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         try:
             session.stop()
             self.last_usage = session.usage()
+            if self._lease is not None:
+                self._lease.settle()
             result = self.verify(self.task, session)
         except TaskgymError as exc:
             result = RewardResult.failed(f"grading failed: {exc}")
@@ -498,8 +510,28 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
 
     def _end_session(self) -> None:
         session, self._session = self._session, None
+        if self._lease is not None:
+            self._lease.settle()
         if session is not None:
             session.close()
+
+    def _expect_grade(self, task: Task) -> None:
+        """Count the episode in the warm graders of its :attr:`grader`'s kind (a new lease
+        when the task's kind is not the last one's)."""
+        if self.grader is None:
+            return
+        module, _, function = self.grader.partition(":")
+        made: Grader = getattr(importlib.import_module(module), function)(
+            task, self.container_image(task))
+        if made.preload is None:
+            return
+        old = lease = self._lease
+        if lease is None or not lease.same(self.backend, made.spec, made.argv, made.preload):
+            self._lease = lease = Lease(self.backend, made.spec, made.argv, made.preload)
+            weakref.finalize(self, lease.close)  # an env dropped unclosed lets go of it too
+            if old is not None:
+                old.close()
+        lease.expect()
 
     # -- snapshots and forks (taskgym.core.snapshot, taskgym.core.replay) ---------------
     def snapshot(self) -> EpisodeSnapshot:
@@ -589,6 +621,7 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         self.episode_limits, self._deadline = limits, deadline
         self._transcript, self._np_random = transcript, rng
         self._over = False
+        self._expect_grade(task)
         self.last_reward = None
 
     def render(self) -> str | None:
@@ -599,8 +632,9 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
     def close(self) -> None:
         self._over = True
         self._end_session()
-        if self._backend is not None:
-            close_warm_graders(self._backend)
+        lease, self._lease = self._lease, None
+        if lease is not None:
+            lease.close()
         if self._spares is not None:
             self._spares.close()
         super().close()

@@ -261,6 +261,12 @@ class Backend(abc.ABC):
     """Where sandboxes run: owns isolation, limits and cleanup."""
 
     name: str
+    warm_graders: int | None = None
+    """Most pre-started graders kept waiting per kind (:mod:`taskgym.sandbox.warm`); set from
+    the backend's config (``None``: the configs' default, ``TASKGYM_WARM_GRADERS`` or the CPU
+    count; 0: warm graders off)."""
+    warm_idle_sec: float = 60.0
+    """How long a waiting grader no live episode counts on is kept without use."""
 
     @classmethod
     @abc.abstractmethod

@@ -2,7 +2,8 @@
 
 ``sandbox="local"`` and ``sandbox="docker"`` are shorthands for ``LocalConfig()`` and
 ``DockerConfig()``; a mapping such as ``{"type": "docker", "pool_size": 4}`` is validated
-into its config. Environment variables only supply defaults (``TASKGYM_DOCKER_POOL``).
+into its config. Environment variables only supply defaults (``TASKGYM_DOCKER_POOL``,
+``TASKGYM_WARM_GRADERS``).
 """
 
 from __future__ import annotations
@@ -18,13 +19,37 @@ from taskgym.errors import ConfigError
 if TYPE_CHECKING:
     from taskgym.sandbox.base import Backend
 
-__all__ = ["BackendConfig", "DockerConfig", "LocalConfig", "backend_config", "get_backend"]
+__all__ = ["BackendConfig", "DockerConfig", "LocalConfig", "WarmGraderConfig", "backend_config",
+           "get_backend", "warm_graders_default"]
 
 
-class LocalConfig(BaseModel):
-    """The bubblewrap sandbox on this machine (the default)."""
+def warm_graders_default() -> int:
+    """``TASKGYM_WARM_GRADERS``, else the number of CPUs this process may use."""
+    text = os.environ.get("TASKGYM_WARM_GRADERS")
+    if text is None:
+        return max(1, len(os.sched_getaffinity(0)))
+    try:
+        return max(0, int(text))
+    except ValueError:
+        raise ConfigError(f"TASKGYM_WARM_GRADERS must be a whole number, not {text!r}") from None
+
+
+class WarmGraderConfig(BaseModel):
+    """What every backend config says about its warm graders (:mod:`taskgym.sandbox.warm`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    warm_graders: int = Field(default_factory=warm_graders_default, ge=0, le=256)
+    """Most pre-started graders kept waiting per kind of grader: the pool follows the live
+    episodes that will grade, up to this; 0 turns warm graders off (each grade starts its
+    sandbox with the grader's command). Default: ``TASKGYM_WARM_GRADERS``, else the CPU count."""
+    warm_idle_sec: float = Field(default=60.0, gt=0)
+    """A waiting grader that no live episode counts on is stopped after this long without a
+    grade or a reset of its kind."""
+
+
+class LocalConfig(WarmGraderConfig):
+    """The bubblewrap sandbox on this machine (the default)."""
 
     type: Literal["local"] = "local"
 
@@ -37,10 +62,8 @@ def _pool_default() -> int:
         raise ConfigError(f"TASKGYM_DOCKER_POOL must be a whole number, not {text!r}") from None
 
 
-class DockerConfig(BaseModel):
+class DockerConfig(WarmGraderConfig):
     """Hardened Docker containers (see docs/docker.md)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     type: Literal["docker"] = "docker"
     pool_size: int = Field(default_factory=_pool_default, ge=0, le=256)
@@ -81,7 +104,7 @@ def get_backend(choice: str | Mapping[str, Any] | LocalConfig | DockerConfig) ->
     if isinstance(config, LocalConfig):
         from taskgym.sandbox.local import LocalBackend
 
-        return LocalBackend.shared()
+        return LocalBackend.shared(config)
     from taskgym.sandbox.docker import DockerBackend
 
     return DockerBackend.shared(config)

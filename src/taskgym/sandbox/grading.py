@@ -31,7 +31,7 @@ from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec
 from taskgym.sandbox.cleanup import runtime_root
 from taskgym.sandbox.warm import pool_size, run_warm
 
-__all__ = ["GraderRun", "REPORT_LIMIT", "run_grader"]
+__all__ = ["Grader", "GraderRun", "REPORT_LIMIT", "run_grader"]
 
 REPORT_LIMIT = 4 << 20
 """Bytes of report read from one grade; the rest is discarded (a grader is not chatty)."""
@@ -61,6 +61,23 @@ class GraderRun:
         return (self.result.stdout + self.result.stderr)[-limit:]
 
 
+@dataclass(frozen=True)
+class Grader:
+    """A domain's grader for a task: the sandbox, the command and the modules it imports
+    first. What :meth:`run` grades with is what an env's reset pre-starts
+    (:attr:`taskgym.core.env.TaskEnv.grader`)."""
+
+    spec: SandboxSpec
+    argv: tuple[str, ...]
+    preload: tuple[str, ...] | None = None
+
+    def run(self, backend: Backend, *, seed: Path | None, timeout: float,
+            secrets: Mapping[str, bytes] | None = None) -> GraderRun:
+        """:func:`run_grader` with this grader."""
+        return run_grader(backend, self.spec, list(self.argv), seed=seed, timeout=timeout,
+                          secrets=secrets, preload=self.preload)
+
+
 def run_grader(backend: Backend, spec: SandboxSpec, argv: list[str], *, seed: Path | None,
                timeout: float, secrets: Mapping[str, bytes] | None = None,
                pass_fds: Sequence[int] = (), preload: Sequence[str] | None = None) -> GraderRun:
@@ -71,8 +88,8 @@ def run_grader(backend: Backend, spec: SandboxSpec, argv: list[str], *, seed: Pa
 
     ``preload``: modules the grader script (``argv`` is ``python3 [options] SCRIPT ...``)
     imports, to be imported ahead of time in a pre-started, single-use sandbox
-    (:mod:`taskgym.sandbox.warm`); ``None``, ``pass_fds``, ``TASKGYM_WARM_GRADERS=0`` or a
-    backend that cannot pre-start: the sandbox is started for this grade, with the command.
+    (:mod:`taskgym.sandbox.warm`); ``None``, ``pass_fds``, a backend whose ``warm_graders``
+    is 0 or that cannot pre-start: the sandbox is started for this grade, with the command.
     """
     nonce = random.token_hex(16)
     records: list[dict[str, Any]] = []
@@ -95,7 +112,7 @@ def run_grader(backend: Backend, spec: SandboxSpec, argv: list[str], *, seed: Pa
         opened.remove(report_r)  # the reader closes it
         reader.start()
         fds = [int(v) for v in env.values()]
-        warm = preload is not None and not pass_fds and pool_size() > 0 and _can_prestart(backend)
+        warm = preload is not None and not pass_fds and pool_size(backend) > 0 and _can_prestart(backend)
         try:
             if warm:
                 assert preload is not None

@@ -9,13 +9,18 @@ the channel, waits for the script to exit and destroys the sandbox. Each pre-sta
 serves exactly one grade, so the fresh-sandbox guarantee holds (docs/security.md, "Warm
 graders"); what it saves is the import's wall time, not its CPU.
 
-The pool keeps ``TASKGYM_WARM_GRADERS`` (default 1; 0 turns warm graders off: each grade
-starts its sandbox with the grader's command, as :meth:`Backend.run` does) sandboxes ready
-per (backend, spec, command), refilled in the background after each grade, for the
-:data:`MAX_KINDS` most recently used kinds. An entry that died, or whose code (the stub, the
-grader's bound folders) changed since it started, is discarded; an empty pool means starting
-one on the spot, through the same code path. Closing an env closes its backend's warm graders
-(:func:`close_warm_graders`); what is left at exit is closed then.
+A pool per (backend, spec, command), for the :data:`MAX_KINDS` most recently used kinds, is
+sized by demand: its users (:class:`Lease`: an env holds one for its grader's kind) each count
+while an episode of theirs runs and will grade (:meth:`Lease.expect` at reset,
+:meth:`Lease.settle` when the grade begins or the episode ends), and the pool boots in the
+background until as many graders wait as are counted, at least one, at most the backend's
+``warm_graders`` (its config; the CPU count by default; 0 turns warm graders off: each grade
+starts its sandbox with the grader's command, as :meth:`Backend.run` does). Graders no count
+asks for are stopped once their kind was idle (no grade, no reset) for the backend's
+``warm_idle_sec``; when a user closes its lease the pool shrinks to the others' counts, and the
+last user's close closes the pool. An entry that died, or whose code (the stub, the grader's
+bound folders) changed since it started, is discarded; an empty pool means starting one on the
+spot, through the same code path. What is left at exit is closed then.
 """
 
 from __future__ import annotations
@@ -36,10 +41,11 @@ from pathlib import Path
 
 from taskgym.errors import ConfigError, SandboxError
 from taskgym.sandbox.base import Backend, ExecResult, Prestarted, ResourceUsage, SandboxSpec
+from taskgym.sandbox.config import warm_graders_default
 from taskgym.sandbox.output import decode_capped
 
-__all__ = ["MAX_KINDS", "STUB_MOUNT", "WarmPool", "close_warm_graders", "pool_size", "prestart",
-           "run_warm", "warm_pools"]
+__all__ = ["MAX_KINDS", "STUB_MOUNT", "Lease", "WarmPool", "close_warm_graders", "pool_size",
+           "prestart", "run_warm", "warm_pools"]
 
 STUB_DIR = Path(__file__).parent / "inside"
 STUB_MOUNT = "/.taskgym-warm"
@@ -47,15 +53,17 @@ MAX_KINDS = 4
 """Kinds of grader (backend, spec, command) kept warm at once; the least recently used goes."""
 BOOT_SEC = 300.0
 """Longest a pre-started grader may take to import its modules."""
+SWEEP_SEC = 1.0
+"""How often the booting thread, when it has nothing to boot, stops graders idle too long."""
 
 
-def pool_size() -> int:
-    """Warm graders kept per kind: ``TASKGYM_WARM_GRADERS`` (default 1; 0: warm graders off)."""
-    text = os.environ.get("TASKGYM_WARM_GRADERS", "1")
-    try:
-        return max(0, int(text))
-    except ValueError:
-        raise ConfigError(f"TASKGYM_WARM_GRADERS must be a whole number, not {text!r}") from None
+def pool_size(backend: Backend | None = None) -> int:
+    """Most warm graders kept per kind on ``backend`` (its config's ``warm_graders``; without
+    a backend or a setting, the configs' default: ``TASKGYM_WARM_GRADERS``, else the CPU
+    count); 0: warm graders off."""
+    if backend is not None and backend.warm_graders is not None:
+        return backend.warm_graders
+    return warm_graders_default()
 
 
 class _Entry:
@@ -135,6 +143,9 @@ class WarmPool:
         self.entries: list[_Entry] = []
         self.lock = threading.Lock()
         self.closed = False
+        self.key = _key(backend, spec, argv)
+        self.used = time.monotonic()
+        """When a grade or a user's reset last asked for this kind (:func:`_sweep`)."""
 
     def version(self) -> str:
         """A digest of the code the grader runs: the stub and every bound folder's files
@@ -151,6 +162,7 @@ class WarmPool:
         """A pre-started entry of ``version`` (discarding older ones), or ``None``."""
         stale: list[_Entry] = []
         found = None
+        self.used = time.monotonic()
         with self.lock:
             while self.entries and found is None:
                 entry = self.entries.pop(0)
@@ -185,6 +197,13 @@ class WarmPool:
         with self.lock:
             return sum(1 for e in self.entries if e.started is not None)
 
+    def trim(self, size: int) -> None:
+        """Stop all but the first (oldest) ``size`` entries."""
+        with self.lock:
+            extra, self.entries = self.entries[size:], self.entries[:size]
+        for entry in extra:
+            entry.discard()
+
     def close(self) -> None:
         with self.lock:
             self.closed = True
@@ -212,7 +231,11 @@ def _boot_later(entry: _Entry, backend: Backend, spec: SandboxSpec, argv: list[s
 
 def _booter() -> None:
     while True:
-        entry, backend, spec, argv = _JOBS.get()
+        try:
+            entry, backend, spec, argv = _JOBS.get(timeout=SWEEP_SEC)
+        except queue.Empty:
+            _sweep()
+            continue
         if entry.discarded:
             entry.done.set()
         else:
@@ -223,8 +246,12 @@ _POOLS: OrderedDict[tuple[int, str], WarmPool] = OrderedDict()
 _LOCK = threading.Lock()
 
 
+def _key(backend: Backend, spec: SandboxSpec, argv: list[str]) -> tuple[int, str]:
+    return id(backend), json.dumps([spec.model_dump(mode="json"), argv])
+
+
 def _pool(backend: Backend, spec: SandboxSpec, argv: list[str]) -> WarmPool:
-    key = (id(backend), json.dumps([spec.model_dump(mode="json"), argv]))
+    key = _key(backend, spec, argv)
     evicted = []
     with _LOCK:
         pool = _POOLS.get(key)
@@ -254,9 +281,9 @@ def stub_command(spec: SandboxSpec, argv: Sequence[str], preload: Sequence[str]
 def prestart(backend: Backend, spec: SandboxSpec, argv: Sequence[str], preload: Sequence[str]) -> None:
     """Begin pre-starting graders of this kind now (e.g. at reset, so that the import overlaps
     the agent's episode); a no-op when the pool is full or disabled."""
-    size = pool_size()
-    if size:
-        _pool(backend, *stub_command(spec, argv, preload)).refill(size)
+    if pool_size(backend):
+        pool = _pool(backend, *stub_command(spec, argv, preload))
+        pool.refill(wanted(pool))
 
 
 def warm_pools(backend: Backend | None = None) -> list[WarmPool]:
@@ -272,6 +299,91 @@ def close_warm_graders(backend: Backend | None = None) -> None:
         pools = [_POOLS.pop(k) for k in keys]
     for pool in pools:
         pool.close()
+
+
+class Lease:
+    """One user's hold on the warm graders of a kind (an env's, for its episodes' grades).
+
+    While the lease is open the pool of its kind lives; while it expects a grade
+    (:meth:`expect`) it counts one towards the graders the pool keeps waiting. :meth:`close`
+    (at the env's close) shrinks the pool to the other users' counts, or closes it when no
+    user is left."""
+
+    def __init__(self, backend: Backend, spec: SandboxSpec, argv: Sequence[str],
+                 preload: Sequence[str]) -> None:
+        self.backend = backend
+        self.spec, self.command = stub_command(spec, argv, preload)
+        self.key = _key(backend, self.spec, self.command)
+        self.expecting = False
+        with _LOCK:
+            _USERS.setdefault(self.key, []).append(self)
+
+    def same(self, backend: Backend, spec: SandboxSpec, argv: Sequence[str],
+             preload: Sequence[str]) -> bool:
+        """Whether this lease is for that kind of grader."""
+        return self.key == _key(backend, *stub_command(spec, argv, preload))
+
+    def expect(self) -> None:
+        """An episode began that will grade: count it, and boot graders up to the count."""
+        with _LOCK:
+            if self not in _USERS.get(self.key, ()):
+                raise SandboxError("this warm-grader lease is closed")
+            self.expecting = True
+        if pool_size(self.backend):
+            pool = _pool(self.backend, self.spec, self.command)
+            pool.used = time.monotonic()
+            pool.refill(wanted(pool))
+
+    def settle(self) -> None:
+        """The episode's grade begins (or the episode ended): it no longer counts."""
+        self.expecting = False
+
+    def close(self) -> None:
+        """Let go of the kind: its pool shrinks to what the other users count (closed when
+        none is left). Idempotent."""
+        with _LOCK:
+            users = _USERS.get(self.key, [])
+            if self in users:
+                users.remove(self)
+            last = not users
+            if last:
+                _USERS.pop(self.key, None)
+            pool = _POOLS.pop(self.key, None) if last else _POOLS.get(self.key)
+        self.expecting = False
+        if pool is not None:
+            if last:
+                pool.close()
+            else:
+                pool.trim(wanted(pool))
+
+
+_USERS: dict[tuple[int, str], list[Lease]] = {}
+
+
+def expected(key: tuple[int, str]) -> int:
+    """Open leases of the kind ``key`` that expect a grade."""
+    with _LOCK:
+        return sum(1 for lease in _USERS.get(key, ()) if lease.expecting)
+
+
+def wanted(pool: WarmPool) -> int:
+    """Graders ``pool`` keeps waiting: one per expected grade, at least one, at most the
+    backend's ``warm_graders``."""
+    return min(pool_size(pool.backend), max(1, expected(pool.key)))
+
+
+def _sweep() -> None:
+    """Stop the waiting graders no lease expects in pools idle past their backend's
+    ``warm_idle_sec``; forget such a pool once it is empty and has no users."""
+    now = time.monotonic()
+    for pool in warm_pools():
+        if now - pool.used < pool.backend.warm_idle_sec:
+            continue
+        pool.trim(min(pool_size(pool.backend), expected(pool.key)))
+        with _LOCK, pool.lock:
+            if not pool.entries and not _USERS.get(pool.key) and _POOLS.get(pool.key) is pool:
+                del _POOLS[pool.key]
+                pool.closed = True  # a grade still holding it refills nothing
 
 
 atexit.register(close_warm_graders)
@@ -303,7 +415,7 @@ def run_warm(backend: Backend, spec: SandboxSpec, argv: Sequence[str], preload: 
         raise SandboxError(f"could not hand the grade to the pre-started grader: {exc}") from exc
     finally:
         started.close()
-        pool.refill(pool_size())
+        pool.refill(wanted(pool))
     return result, usage
 
 

@@ -51,6 +51,7 @@ class CadEnv(WorkerEnv):
     curated = "cad-cadquery-v0/tasks"
     generators = FAMILIES
     generate = "taskgym.domains.cad.generators:generate"
+    grader = "taskgym.domains.cad.verifier:grader_of"
     local_requires = ("cadquery",)
     extra = "cad"
 

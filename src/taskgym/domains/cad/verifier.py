@@ -22,9 +22,9 @@ from taskgym.domains.cad.settings import CadSettings, reference_file
 from taskgym.errors import ConfigError
 from taskgym.paths import read_cached, write_cached
 from taskgym.sandbox import Backend, scratch_dir
-from taskgym.sandbox.grading import GraderRun, run_grader
+from taskgym.sandbox.grading import Grader, GraderRun
 
-__all__ = ["CHECK_PENALTY", "INSIDE_DIR", "INSIDE_MOUNT", "check_reference", "grade_code"]
+__all__ = ["CHECK_PENALTY", "INSIDE_DIR", "INSIDE_MOUNT", "check_reference", "grade_code", "grader_of"]
 
 INSIDE_DIR = Path(__file__).parent / "inside"
 """Scripts that run inside sandboxes (worker, grader, geometry, render)."""
@@ -113,14 +113,20 @@ def _grade(task: Task, backend: Backend, code: bytes | None) -> GraderRun:
     reference = reference_file(task)
     secret = {"reference_kind": reference.suffix.lstrip(".").replace("stp", "step"),
               **settings.model_dump(include={"units", "placement"}), **settings.checks.model_dump()}
-    spec = grader_spec(task, {str(INSIDE_DIR): INSIDE_MOUNT}, min_memory_mb=2048, env={
-        "TASKGYM_RUN_TIMEOUT": str(settings.run_timeout_sec),
-        "TASKGYM_RUN_MEMORY_MB": str(settings.run_memory_mb),
-        "TASKGYM_CHECK_REFERENCE": "1" if code is None else "0"})
     with scratch_dir() as tmp:
         if code is not None:
             (Path(tmp) / "part.py").write_bytes(code)
-        return run_grader(backend, spec, ["python3", "-I", "-B", f"{INSIDE_MOUNT}/grade.py"],
-                          seed=Path(tmp), timeout=task.limits.verifier_timeout_sec,
-                          secrets={"TASKGYM_SECRET_FD": json.dumps(secret).encode() + b"\n"
-                                   + reference.read_bytes()}, preload=PRELOAD)
+        return grader_of(task, check=code is None).run(
+            backend, seed=Path(tmp), timeout=task.limits.verifier_timeout_sec,
+            secrets={"TASKGYM_SECRET_FD": json.dumps(secret).encode() + b"\n" + reference.read_bytes()})
+
+
+def grader_of(task: Task, image: str | None = None, check: bool = False) -> Grader:
+    """``task``'s grader, of a submission (of the reference alone when ``check``); ``image`` is
+    not used: it runs in the image holding taskgym's Python."""
+    settings = CadSettings.of(task)
+    spec = grader_spec(task, {str(INSIDE_DIR): INSIDE_MOUNT}, min_memory_mb=2048, env={
+        "TASKGYM_RUN_TIMEOUT": str(settings.run_timeout_sec),
+        "TASKGYM_RUN_MEMORY_MB": str(settings.run_memory_mb),
+        "TASKGYM_CHECK_REFERENCE": "1" if check else "0"})
+    return Grader(spec, ("python3", "-I", "-B", f"{INSIDE_MOUNT}/grade.py"), PRELOAD)

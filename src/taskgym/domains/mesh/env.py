@@ -69,6 +69,7 @@ class MeshEnv(WorkerEnv):
     curated = "mesh-trimesh-v0/tasks"
     generators = FAMILIES
     generate = "taskgym.domains.mesh.generators:generate"
+    grader = "taskgym.domains.mesh.verifier:grader_of"
     requires = ("trimesh", "manifold3d", "scipy")  # to make its tasks, and in the local sandbox
     extra = "mesh"
 

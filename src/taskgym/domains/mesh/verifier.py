@@ -16,10 +16,11 @@ from taskgym.core.grading import grader_report, grader_spec
 from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task
 from taskgym.sandbox import Backend
-from taskgym.sandbox.grading import run_grader
+from taskgym.sandbox.grading import Grader
 from taskgym.tools.worker_env import WorkerSettings
 
-__all__ = ["FORMATS", "IMAGE", "INSIDE_DIR", "INSIDE_MOUNT", "MAX_BYTES", "MeshSettings", "grade_file"]
+__all__ = ["FORMATS", "IMAGE", "INSIDE_DIR", "INSIDE_MOUNT", "MAX_BYTES", "MeshSettings", "grade_file",
+           "grader_of"]
 
 INSIDE_DIR = Path(__file__).parent / "inside"
 """The in-sandbox scripts (worker, grader, meshlib), read-only in every sandbox of the domain."""
@@ -66,6 +67,13 @@ class MeshSettings(WorkerSettings):
         return self
 
 
+def grader_of(task: Task, image: str | None = IMAGE) -> Grader:
+    """``task``'s grader (in ``image`` on container backends); the submission is its workspace."""
+    spec = grader_spec(task, {str(INSIDE_DIR): INSIDE_MOUNT}, min_memory_mb=4096, image=image)
+    return Grader(spec, ("python3", "-I", "-B", f"{INSIDE_MOUNT}/grade.py"),
+                  ("meshlib", "scipy.spatial", "scipy.optimize"))
+
+
 def grade_file(task: Task, name: str, data: bytes, backend: Backend,
                image: str | None = IMAGE) -> RewardResult:
     """Grade ``data``, submitted as ``name``, against ``task``'s hidden target (in ``image`` on
@@ -80,13 +88,10 @@ def grade_file(task: Task, name: str, data: bytes, backend: Backend,
         grader.update(settings.scene.model_dump())
     secret = json.dumps({"settings": grader, "files": files}).encode()
     limits = task.limits
-    spec = grader_spec(task, {str(INSIDE_DIR): INSIDE_MOUNT}, min_memory_mb=4096, image=image)
     with tempfile.TemporaryDirectory(prefix="taskgym-mesh-") as tmp:
         (Path(tmp) / name).write_bytes(data)
-        run = run_grader(backend, spec, ["python3", "-I", "-B", f"{INSIDE_MOUNT}/grade.py", name],
-                         seed=Path(tmp), timeout=limits.verifier_timeout_sec,
-                         secrets={"TASKGYM_SECRET_FD": secret},
-                         preload=("meshlib", "scipy.spatial", "scipy.optimize"))
+        run = grader_of(task, image).run(backend, seed=Path(tmp), timeout=limits.verifier_timeout_sec,
+                                         secrets={"TASKGYM_SECRET_FD": secret})
     record = grader_report(run, run.final(), limits.verifier_timeout_sec)
     if isinstance(record, RewardResult):
         return record

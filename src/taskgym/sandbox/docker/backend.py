@@ -62,13 +62,17 @@ class DockerBackend(Backend):
     Args:
         pool_size: started containers kept ready per container shape (``TASKGYM_DOCKER_POOL``,
             default 2; 0 starts every container on demand).
+        config: the rest of its settings (warm graders); ``pool_size`` overrides the config's.
     """
 
     name = "docker"
 
-    def __init__(self, pool_size: int | None = None) -> None:
+    def __init__(self, pool_size: int | None = None, config: DockerConfig | None = None) -> None:
+        config = config or DockerConfig()
         if pool_size is None:
-            pool_size = DockerConfig().pool_size
+            pool_size = config.pool_size
+        self.config = config.model_copy(update={"pool_size": pool_size})
+        self.warm_graders, self.warm_idle_sec = config.warm_graders, config.warm_idle_sec
         problem = self.check()
         if problem:
             raise SandboxUnavailableError(problem)
@@ -89,14 +93,14 @@ class DockerBackend(Backend):
         config = config or DockerConfig()
         with _SHARED_LOCK:
             if config not in _SHARED:
-                _SHARED[config] = cls(config.pool_size)
+                _SHARED[config] = cls(config=config)
             return _SHARED[config]
 
     def __deepcopy__(self, memo: dict[int, Any]) -> DockerBackend:
         return self  # a handle on the engine, shared (gymnasium copies make() arguments)
 
-    def __reduce__(self) -> tuple[type[DockerBackend], tuple[int]]:
-        return DockerBackend, (self.pool.size,)  # another process gets its own engine client
+    def __reduce__(self) -> tuple[type[DockerBackend], tuple[int, DockerConfig]]:
+        return DockerBackend, (self.pool.size, self.config)  # another process: its own client
 
     @classmethod
     def check(cls) -> str | None:

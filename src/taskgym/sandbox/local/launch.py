@@ -17,7 +17,7 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from taskgym.errors import SandboxError, SandboxUnavailableError
 from taskgym.sandbox._cgroups import CgroupLimits, rlimit_fallback
@@ -29,6 +29,7 @@ from taskgym.sandbox._commands import (
 from taskgym.sandbox._seccomp import seccomp_program
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec
 from taskgym.sandbox.cleanup import reap_once, session_name
+from taskgym.sandbox.config import LocalConfig
 from taskgym.sandbox.local.command_line import bwrap_argv, etc_files, memfd, system_binds
 from taskgym.sandbox.os_errors import resource_error
 from taskgym.sandbox.output import decode_capped
@@ -47,15 +48,18 @@ _INSTALL_HINT = (
 )
 
 _SHARED_LOCK = threading.Lock()
+_SHARED: dict[LocalConfig, LocalBackend] = {}
+_SHARED_PID = [0]
 
 class LocalBackend(Backend):
     """Sandboxes made with bubblewrap on this machine; see the module docstring."""
 
     name = "local"
-    _shared: ClassVar[LocalBackend | None] = None
-    _shared_pid: ClassVar[int] = 0
 
-    def __init__(self) -> None:
+    def __init__(self, config: LocalConfig | None = None) -> None:
+        config = config or LocalConfig()
+        self.config = config
+        self.warm_graders, self.warm_idle_sec = config.warm_graders, config.warm_idle_sec
         problem = self.check()
         if problem:
             raise SandboxUnavailableError(problem)
@@ -70,19 +74,24 @@ class LocalBackend(Backend):
                 "unit, /etc/security/limits.conf, docker run --ulimit nofile=...).")
 
     @classmethod
-    def shared(cls) -> LocalBackend:
-        """One backend for the process (it is stateless past its check): envs share it, so
-        a thousand resets do not each probe bubblewrap."""
+    def shared(cls, config: LocalConfig | None = None) -> LocalBackend:
+        """One backend per config for the process (it is stateless past its check and its
+        warm graders' settings): envs share it, so a thousand resets do not each probe
+        bubblewrap."""
+        config = config or LocalConfig()
         with _SHARED_LOCK:
-            if cls._shared is None or cls._shared_pid != os.getpid():
-                cls._shared, cls._shared_pid = cls(), os.getpid()
-            return cls._shared
+            if _SHARED_PID[0] != os.getpid():
+                _SHARED.clear()
+                _SHARED_PID[0] = os.getpid()
+            if config not in _SHARED:
+                _SHARED[config] = cls(config)
+            return _SHARED[config]
 
     def __deepcopy__(self, memo: dict[int, object]) -> LocalBackend:
         return self  # stateless past its check: shared (gymnasium copies make() arguments)
 
-    def __reduce__(self) -> tuple[type[LocalBackend], tuple[()]]:
-        return LocalBackend, ()  # another process checks and sets up its own
+    def __reduce__(self) -> tuple[type[LocalBackend], tuple[LocalConfig]]:
+        return LocalBackend, (self.config,)  # another process checks and sets up its own
 
     @classmethod
     def check(cls) -> str | None:

@@ -1,6 +1,7 @@
 """Grade a submitted mesh file against the task's hidden target, in a fresh sandbox.
 
-Runs as ``python3 -I -B grade.py <file>`` with this sandbox's own, unpatched trimesh and
+Runs as ``python3 -I -B grade.py`` in a workspace whose one file is the submission (its name
+gives its format), with this sandbox's own, unpatched trimesh and
 manifold3d: the agent's file is only data here (nothing of the agent's runs), read under
 size, face-count and memory bounds. The settings and the target meshes come from a secret
 descriptor (they are never files in any sandbox); one JSON record goes back on the report
@@ -172,7 +173,8 @@ def main() -> None:
     files = {name: base64.b64decode(data) for name, data in secret["files"].items()}
     imported = time.monotonic()
     try:
-        record = grade(sys.argv[1], secret["settings"], files)
+        (name,) = os.listdir()  # the submission, the workspace's one file
+        record = grade(name, secret["settings"], files)
     except meshlib.MeshError as exc:
         record = {"gate": False, "reason": str(exc)}
     except MemoryError:
