@@ -1,11 +1,7 @@
-"""Grading a CAD episode: the submitted script against the hidden reference, in a fresh sandbox.
-
-The agent's sandbox is stopped before this runs. A new sandbox gets the submitted script as
-its only workspace file and runs ``inside/grade.py``, which executes the script in a child,
-kills whatever the script left behind, and only then reads the task settings and the
-reference from a descriptor (the reference is never a file in any sandbox). It runs through
-the shared grading runner (:func:`taskgym.sandbox.grading.run_grader`): the reference is one
-of its secrets and the result a nonce-tagged record.
+"""Grading a CAD episode in a fresh sandbox once the agent's is stopped, through the shared
+runner (:func:`taskgym.sandbox.grading.run_grader`): the submitted script is the workspace's one
+file; ``inside/grade.py`` runs it in a child, kills what it left, and only then reads the settings
+and the reference from a secret descriptor (never a file anywhere) and reports a nonce-tagged record.
 """
 
 from __future__ import annotations
@@ -122,8 +118,7 @@ def _grade(task: Task, backend: Backend, code: bytes | None) -> GraderRun:
 
 
 def grader_of(task: Task, image: str | None = None, check: bool = False) -> Grader:
-    """``task``'s grader, of a submission (of the reference alone when ``check``); ``image`` is
-    not used: it runs in the image holding taskgym's Python."""
+    """``task``'s grader (of the reference alone when ``check``; any ``image``: taskgym's Python)."""
     settings = CadSettings.of(task)
     spec = grader_spec(task, {str(INSIDE_DIR): INSIDE_MOUNT}, min_memory_mb=2048, env={
         "TASKGYM_RUN_TIMEOUT": str(settings.run_timeout_sec),
