@@ -88,8 +88,7 @@ class CadEnv(TaskEnv):
     extra = "cad"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._worker = WarmWorker(f"{INSIDE_MOUNT}/worker.py", "/tmp/.taskgym-cad", ".cad-key",
-                                  "TASKGYM-CAD", WORKER_GONE, WORKER_START_SEC)
+        self._worker = WarmWorker(f"{INSIDE_MOUNT}/worker.py", ".cad-key", WORKER_GONE, WORKER_START_SEC)
         super().__init__(*args, **kwargs)
 
     def sandbox_spec(self, task: Task) -> SandboxSpec:

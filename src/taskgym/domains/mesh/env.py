@@ -82,8 +82,7 @@ class MeshEnv(TaskEnv):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._submitted: str | None = None
-        self._worker = WarmWorker("/.mesh/worker.py", "/tmp/.taskgym-mesh", ".mesh-key", "TASKGYM-MESH",
-                                  GONE, WORKER_START_SEC)
+        self._worker = WarmWorker("/.mesh/worker.py", ".mesh-key", GONE, WORKER_START_SEC)
         super().__init__(*args, **kwargs)
 
     def workspace_seed(self, task: Task) -> Path | None:
