@@ -56,7 +56,7 @@ class WorkerGone(Exception):
 
 class WorkerChannel:
     """The env's ends of the two pipes to the server in ``session``: ``requests`` (written) and
-    ``replies`` (read), both non-blocking; closed when the channel is dropped or :meth:`close`\ d."""
+    ``replies`` (read), both non-blocking, closed by :meth:`close` or once the channel is dropped."""
 
     def __init__(self, session: Session, requests: int, replies: int) -> None:
         self.session = weakref.ref(session)
@@ -68,18 +68,38 @@ class WorkerChannel:
         self._closer()
 
     def send(self, line: bytes, deadline: float) -> bool:
-        """Write ``line`` whole before ``deadline`` (monotonic); ``False`` when the pipe stayed
+        """Write the request ``line`` whole before ``deadline`` (monotonic), after a newline that
+        ends whatever part of a line the pipe held (an earlier request cut short); what comes
+        back meanwhile is dropped (answers to earlier requests). ``False`` when the pipe stayed
         full. Raises :class:`WorkerGone` when nothing reads it any more."""
-        view = memoryview(line)
+        self._drop_answers()
+        view = memoryview(b"\n" + line)
         while view:
             try:
                 view = view[os.write(self.requests, view):]
             except BlockingIOError:
-                if not _wait(self.requests, select.POLLOUT, deadline):
+                poll = select.poll()
+                poll.register(self.requests, select.POLLOUT)
+                poll.register(self.replies, select.POLLIN)
+                left = deadline - time.monotonic()
+                if left <= 0:
                     return False
+                poll.poll(left * 1000.0)
+                self._drop_answers()  # a server blocked on a full replies pipe reads on after it
             except BrokenPipeError:
                 raise WorkerGone from None
         return True
+
+    def _drop_answers(self) -> None:
+        """Read and drop what the replies pipe holds now."""
+        self._pending = b""
+        while True:
+            try:
+                chunk = os.read(self.replies, MESSAGE_LIMIT)
+            except BlockingIOError:
+                return
+            if not chunk:
+                raise WorkerGone
 
     def lines(self, deadline: float) -> Iterator[bytes]:
         """The reply lines as they come (without their newline), each cut at

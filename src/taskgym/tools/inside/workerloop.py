@@ -94,6 +94,8 @@ def serve(requests: int, replies: int, handle: Handler, warm: Callable[[], None]
                     line = lines.readline(MESSAGE_LIMIT)
                 line = b""
             line = line.rstrip(b"\n")
+            if not line:  # the env starts each request with a newline, ending any cut line
+                continue
             try:
                 request = json.loads(line)
                 if not isinstance(request, dict):
