@@ -1,6 +1,5 @@
 """The domains' shared in-sandbox scripts (``inside/``): the mesh renderer that workers draw PNG
-views with (``meshview.py``) and the warm worker's loop and client (``workerloop.py``,
-``workercall.py``)."""
+views with (``meshview.py``) and the warm worker's loop (``workerloop.py``)."""
 
 from __future__ import annotations
 
