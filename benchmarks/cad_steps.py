@@ -66,7 +66,7 @@ def main() -> None:
               f"{ms(median(warm)):8.1f} / {ms(percentile(warm, 95)):.1f} ms")
         print(f"    of which the user's code (median):                      {ms(median(user)):8.1f} ms")
         print(f"    of which inspecting and saving the shape (median):      {ms(median(inspect)):8.1f} ms")
-        print(f"    the rest (client start, fork, transport):               "
+        print(f"    the rest (the pipes, the child's bounds, JSON, the HMAC):   "
               f"{ms(median(warm) - median(user) - median(inspect)):8.1f} ms")
         print(f"  render (iso):                                             {ms(render):8.1f} ms")
         verdict = "PASS" if ms(median(warm)) <= TARGET_MS else "FAIL"

@@ -1,7 +1,8 @@
-"""taskgym.sandbox._fs on a plain directory: path splitting, reads, writes and copies."""
+"""taskgym.sandbox._fs on a plain directory: path splitting, reads, writes, FIFOs and copies."""
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Iterator
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from taskgym.errors import ConfigError
-from taskgym.sandbox._fs import copy_in, copy_out, read_file, relative_parts, write_file
+from taskgym.sandbox._fs import copy_in, copy_out, open_fifo, read_file, relative_parts, write_file
 
 # -- relative_parts --------------------------------------------------------------------------
 
@@ -183,6 +184,65 @@ def test_write_to_fifo_does_not_block(root):
     with pytest.raises((ConfigError, OSError)):
         write_file(fd, ["fifo"], b"x", 0o644)
     assert stat.S_ISFIFO(os.lstat(folder / "fifo").st_mode)
+
+
+def test_open_fifo_gives_non_blocking_ends_of_that_fifo(root):
+    folder, fd = root
+    (folder / "sub").mkdir()
+    os.mkfifo(folder / "sub" / "fifo")
+    with pytest.raises(OSError) as info:  # nothing reads it: opening for writing fails at once
+        open_fifo(fd, ["sub", "fifo"], write=True)
+    assert info.value.errno == errno.ENXIO
+    reader = open_fifo(fd, ["sub", "fifo"], write=False)
+    writer = open_fifo(fd, ["sub", "fifo"], write=True)
+    try:
+        with pytest.raises(BlockingIOError):
+            os.read(reader, 10)
+        os.write(writer, b"through")
+        assert os.read(reader, 10) == b"through"
+        for end in (reader, writer):
+            assert not os.get_blocking(end) and not os.get_inheritable(end)
+    finally:
+        os.close(reader)
+        os.close(writer)
+
+
+@pytest.mark.parametrize("kind", ["regular", "folder", "link-to-fifo", "link-to-dev-zero",
+                                  "dangling-link", "socket"])
+def test_open_fifo_opens_nothing_but_a_fifo(root, tmp_path, kind):
+    import socket
+
+    folder, fd = root
+    outside = tmp_path / "outside-fifo"
+    os.mkfifo(outside)
+    target = folder / "channel"
+    if kind == "regular":
+        target.write_text("x")
+    elif kind == "folder":
+        target.mkdir()
+    elif kind == "link-to-fifo":
+        target.symlink_to(outside)
+    elif kind == "link-to-dev-zero":
+        target.symlink_to("/dev/zero")
+    elif kind == "dangling-link":
+        target.symlink_to(tmp_path / "nothing")
+    else:
+        listener = socket.socket(socket.AF_UNIX)
+        listener.bind(str(target))
+        listener.close()
+    for write in (False, True):
+        with pytest.raises(ConfigError, match="'channel' is not a FIFO; refusing to open it"):
+            open_fifo(fd, ["channel"], write=write)
+
+
+def test_open_fifo_refuses_a_linked_folder(root, tmp_path):
+    folder, fd = root
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.mkfifo(outside / "fifo")
+    (folder / "sub").symlink_to(outside)
+    with pytest.raises(ConfigError, match="'sub' is a link or not a folder"):
+        open_fifo(fd, ["sub", "fifo"], write=False)
 
 
 def test_read_missing_file(root):

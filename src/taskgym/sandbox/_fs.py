@@ -19,7 +19,8 @@ from taskgym.sandbox._commands import encode_text
 if TYPE_CHECKING:
     from taskgym.sandbox.base import SandboxSpec
 
-__all__ = ["WorkspaceFiles", "copy_in", "copy_out", "read_file", "relative_parts", "write_file"]
+__all__ = ["WorkspaceFiles", "copy_in", "copy_out", "open_fifo", "read_file", "relative_parts",
+           "write_file"]
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -122,6 +123,24 @@ def write_file(root_fd: int, parts: list[str], data: bytes, mode: int) -> None:
         os.close(fd)
 
 
+def open_fifo(root_fd: int, parts: list[str], write: bool) -> int:
+    """Open the FIFO ``parts`` below ``root_fd`` non-blocking, for writing or reading: looked
+    at through an ``O_PATH`` descriptor first (which opens nothing), so that no link is
+    followed and nothing but a FIFO is ever opened."""
+    dfd = _open_dir(root_fd, parts[:-1], create=False)
+    try:
+        found = os.open(parts[-1], os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+    finally:
+        os.close(dfd)
+    try:
+        if not stat.S_ISFIFO(os.fstat(found).st_mode):
+            raise SandboxPathError(f"{'/'.join(parts)!r} is not a FIFO; refusing to open it")
+        flags = (os.O_WRONLY if write else os.O_RDONLY) | os.O_NONBLOCK | os.O_CLOEXEC
+        return os.open(f"/proc/self/fd/{found}", flags)  # the very FIFO looked at
+    finally:
+        os.close(found)
+
+
 def copy_in(src: Path, root_fd: int) -> None:
     """Copy the host folder ``src`` into the directory open as ``root_fd``."""
     src = Path(src)
@@ -204,6 +223,9 @@ class WorkspaceFiles:
 
     def write_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
         write_file(self._root(), relative_parts(path, self.spec.workdir), data, mode & 0o777)
+
+    def open_fifo(self, path: str, write: bool) -> int:
+        return open_fifo(self._root(), relative_parts(path, self.spec.workdir), write)
 
     def export_workspace(self, dest: Path) -> None:
         copy_out(self._root(), dest)

@@ -126,8 +126,8 @@ class Session(abc.ABC):
         """Every backend's public methods raise :class:`SandboxError` subclasses, never a bare
         ``OSError`` (:func:`~taskgym.sandbox.os_errors.guard`)."""
         super().__init_subclass__(**kwargs)
-        guard_class(cls, ("exec", "aexec", "read_file", "write_file", "export_workspace", "stop",
-                          "usage", "close", "snapshot", "restore"))
+        guard_class(cls, ("exec", "aexec", "read_file", "write_file", "open_fifo", "export_workspace",
+                          "stop", "usage", "close", "snapshot", "restore"))
 
     @abc.abstractmethod
     def exec(self, command: str, timeout: float | None = None) -> ExecResult:
@@ -172,6 +172,17 @@ class Session(abc.ABC):
 
         Raises as :meth:`read_file` does; :class:`SandboxFileError` also when the workspace
         is full (its ``disk_mb`` cap)."""
+
+    def open_fifo(self, path: str, write: bool) -> int:
+        """Open a FIFO of the workspace, for writing or for reading, without blocking: the
+        host's end of a channel to a process in the sandbox that made it. The descriptor is
+        non-blocking and close-on-exec; the caller closes it. Never follows a link, and never
+        opens anything but a FIFO (the path is checked before it is opened).
+
+        Raises as :meth:`read_file` does (:class:`SandboxPathError` also for a path that is
+        not a FIFO); :class:`SandboxFileError` when the FIFO is opened for writing and nothing
+        holds it open for reading."""
+        raise SandboxError(f"{type(self).__name__} has no FIFOs in its workspace")
 
     @abc.abstractmethod
     def export_workspace(self, dest: Path) -> None:

@@ -24,7 +24,7 @@ __all__ = ["guard", "guard_class", "resource_error", "sandbox_error"]
 F = TypeVar("F", bound=Callable[..., Any])
 _RESOURCE = frozenset({errno.EMFILE, errno.ENFILE, errno.EAGAIN, errno.ENOMEM})
 _FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
-_PATH_FIRST = frozenset({"read_file", "write_file", "export_workspace"})
+_PATH_FIRST = frozenset({"read_file", "write_file", "open_fifo", "export_workspace"})
 """Methods whose first argument is a path, named in their errors."""
 
 

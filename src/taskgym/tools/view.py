@@ -1,6 +1,6 @@
 """The domains' shared in-sandbox scripts (``inside/``): the mesh renderer that workers draw PNG
-views with (``meshview.py``) and the warm worker's loop and client (``workerloop.py``,
-``workercall.py``); and the ``view`` argument of the render tools drawn with that renderer."""
+views with (``meshview.py``) and the warm worker's loop (``workerloop.py``); and the ``view``
+argument of the render tools drawn with that renderer."""
 
 from __future__ import annotations
 

@@ -38,9 +38,9 @@ class WorkerSettings(TaskSettings):
 
 
 class WorkerEnv(TaskEnv):
-    """A domain with a warm worker: ``<mount>/worker.py start`` at reset, whose server listens
-    on ``/tmp/.taskgym-<domain>/worker.sock`` and leaves its key in ``/app/.<domain>-key``
-    (the domain's ``worker.py`` uses the same two paths)."""
+    """A domain with a warm worker: ``<mount>/worker.py start`` at reset, whose server leaves
+    its key in ``/app/.<domain>-key`` and its two FIFOs beside it (the domain's ``worker.py``
+    uses the same path)."""
 
     inside: ClassVar[Path]
     """The domain's in-sandbox scripts (``worker.py``, its grader), read-only in its sandboxes."""
@@ -60,8 +60,8 @@ class WorkerEnv(TaskEnv):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         domain = self.domain
-        self.worker = WarmWorker(f"{self.mount}/worker.py", f"/tmp/.taskgym-{domain}", f".{domain}-key",
-                                 f"TASKGYM-{domain.upper()}", self.worker_gone, self.worker_start_sec)
+        self.worker = WarmWorker(f"{self.mount}/worker.py", f".{domain}-key", self.worker_gone,
+                                 self.worker_start_sec)
         super().__init__(*args, **kwargs)
 
     def sandbox_spec(self, task: Task) -> SandboxSpec:

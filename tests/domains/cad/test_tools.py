@@ -14,7 +14,6 @@ import pytest
 
 import taskgym
 from taskgym.errors import MissingDependencyError
-from taskgym.sandbox import Backend
 
 PLATE = (Path(__file__).parents[3] / "envs" / "cad-cadquery-v0" / "tasks" / "plate-four-holes"
          / "solution" / "solve.py").read_text()
@@ -79,76 +78,6 @@ def test_making_the_env_without_cadquery_names_the_extra(monkeypatch: pytest.Mon
                         lambda name, *a: None if name == "cadquery" else real(name, *a))
     with pytest.raises(MissingDependencyError, match=r"pip install 'taskgym\[cad\]'"):
         taskgym.make("cad-cadquery-v0")
-
-
-FORGED = {
-    "null": b"null",
-    "list": b"[1, 2, 3]",
-    "dict-missing-keys": b'{"ok": true}',
-    "wrong-types": b'{"ok": "yes", "text": 5, "png": ["/etc/passwd"]}',
-    "unsigned-but-well-formed": b"0" * 64 + b' {"ok": true, "text": "forged: all good"}',
-    "huge": b"x" * (3 << 20),
-    "garbage-bytes": bytes(range(256)) * 64,
-    "closed-at-once": b"",
-}
-"""What a server the agent put in the worker's place answers, one connection each."""
-
-FAKE_SERVER = """
-import os, socket, sys, time
-me = os.getpid()
-for pid in [int(p) for p in os.listdir("/proc") if p.isdigit()]:
-    try:
-        command = open(f"/proc/{pid}/cmdline", "rb").read()
-    except OSError:
-        continue
-    if b"worker.py" in command and b"start" in command and pid != me:
-        os.kill(pid, 9)
-time.sleep(0.2)
-path = "/tmp/.taskgym-cad/worker.sock"
-if os.path.exists(path):
-    os.unlink(path)
-server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-server.bind(path)
-server.listen(4)
-for name in sys.argv[1:]:
-    conn, _ = server.accept()
-    conn.recv(65536)
-    try:
-        conn.sendall(bytes.fromhex(open(f"/app/forged/{name}").read()))
-    except OSError:  # the client stopped reading the huge answer
-        pass
-    conn.close()
-"""
-
-
-@pytest.mark.hacks
-def test_a_server_in_the_workers_place_gets_only_error_observations(backend: Backend,
-                                                                   tight_task: Path) -> None:
-    env = taskgym.make("cad-cadquery-v0", tasks=str(tight_task), sandbox=backend)
-    try:
-        env.reset(seed=0)
-        for name, answer in FORGED.items():
-            step(env, "write_file", path=f"forged/{name}", content=answer.hex())
-        step(env, "write_file", path="fake.py", content=FAKE_SERVER)
-        step(env, "bash", command="nohup python3 /app/fake.py " + " ".join(FORGED)
-             + " >/dev/null 2>&1 &\nsleep 1")
-        tools = [("run_cadquery", {"code": PLATE}), ("render", {"view": "top"}),
-                 ("measure", {"query": "bbox"})]
-        for index, name in enumerate(FORGED):
-            tool, args = tools[index % len(tools)]
-            text, info = step(env, tool, **args)
-            assert "could not be trusted" in text and info["error"], (name, text)
-            assert "forged: all good" not in text.split("could not be trusted")[0], name
-            assert info.get("ok") is not True and "images" not in info, (name, info)
-        text, info = step(env, "run_cadquery", code=PLATE)  # the fake server is done: nobody
-        assert "could not be trusted" in text or "not running" in text, text
-        step(env, "bash", command="rm -f /tmp/.taskgym-cad/worker.sock")
-        text, info = step(env, "measure", query="bbox")
-        assert "not running" in text and "submit still grades" in text, text
-        _, reward, terminated, _, _ = env.step({"tool": "submit", "args": {"code": PLATE}})
-        assert terminated and reward == pytest.approx(1.0)
-    finally:
-        env.close()
 
 
 def test_tracebacks_show_the_agents_frames_only() -> None:

@@ -1,5 +1,6 @@
 """The agent's tools over one episode: the warm worker and its bounds, inspect, render,
-measure, a server in the worker's place and a patched trimesh, which fool nothing."""
+measure, and a patched trimesh, which fools nothing (the worker's channel under attack:
+tests/domains/test_worker_channel.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import pytest
 
 import taskgym
 from taskgym.errors import MissingDependencyError
-from taskgym.sandbox import Backend
 
 pytestmark = pytest.mark.sandbox
 
@@ -68,15 +68,19 @@ def test_run_inspect_render_measure_and_bounds_in_one_episode(episode: gym.Env[A
 
 
 KILL_WAITING_CHILD = """
-import os, signal
-for pid in [int(p) for p in os.listdir("/proc") if p.isdigit()]:
-    try:
-        command = open(f"/proc/{pid}/cmdline", "rb").read()
-    except OSError:
-        continue
-    if b"worker.py" in command and os.getsid(pid) != pid:  # the server leads its session
-        os.kill(pid, signal.SIGKILL)
-        print("killed", pid)
+import os, signal, time
+deadline = time.monotonic() + 30
+while time.monotonic() < deadline:  # the child is forked once the last reply is sent
+    for pid in [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]:
+        try:
+            command = open(f"/proc/{pid}/cmdline", "rb").read()
+        except OSError:
+            continue
+        if b"worker.py" in command and os.getsid(pid) != pid:  # the server leads its session
+            os.kill(pid, signal.SIGKILL)
+            print("killed the waiting child", pid)
+            deadline = 0
+    time.sleep(0.01)
 """
 
 
@@ -87,7 +91,7 @@ def test_each_request_gets_a_fresh_child_of_the_warm_server(episode: gym.Env[Any
                       code="import os\nprint(hasattr(trimesh, 'leak'), 'LEAK' in os.environ)")
     assert info["ok"] and "False False" in text, text  # nothing of the last run is left
     text, _ = step(episode, "bash", command=f"python3 -c '{KILL_WAITING_CHILD}'")
-    assert "killed" in text, text
+    assert "killed the waiting child" in text, text
     text, info = step(episode, "run_python", code="print('after')")  # its child was gone: an error
     assert not info["ok"] and "ended without an answer" in text and not info.get("error"), text
     text, info = step(episode, "run_python", code="print('after')")
@@ -117,85 +121,6 @@ trimesh.creation.box(extents=[1, 1, 1]).export("edited.stl")
     step(episode, "run_python", code=code)
     _, reward, terminated, _, info = episode.step({"tool": "submit", "args": {}})
     assert terminated and reward < 0.01 and not info["reward"].success, info["reward"]
-
-
-FORGED = {
-    "null": b"null",
-    "list": b"[1, 2, 3]",
-    "dict-missing-keys": b'{"ok": true}',
-    "wrong-types": b'{"ok": "yes", "text": 5, "png": ["/etc/passwd"]}',
-    "unsigned-but-well-formed": b"0" * 64 + b' {"ok": true, "text": "forged: all good"}',
-    "unsigned-png-outside": b"0" * 64 + b' {"ok": true, "text": "forged: all good", "png": "/etc/passwd"}',
-    "huge": b"x" * (3 << 20),
-    "garbage-bytes": bytes(range(256)) * 64,
-    "closed-at-once": b"",
-    "replayed": b"",  # the real worker's signed answer to a request of the agent's own
-}
-"""What a server the agent put in the worker's place answers, one connection each."""
-
-FAKE_SERVER = """
-import os, socket, sys, time
-path = "/tmp/.taskgym-mesh/worker.sock"
-with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:  # a reply signed for another request
-    conn.connect(path)
-    conn.sendall(b'{"op": "inspect", "path": "7_8ths_cube.stl", "timeout": 60, "memory_mb": 512}\\n')
-    replayed = b"".join(iter(lambda: conn.recv(65536), b""))
-me = os.getpid()
-for pid in [int(p) for p in os.listdir("/proc") if p.isdigit()]:
-    try:
-        command = open(f"/proc/{pid}/cmdline", "rb").read()
-    except OSError:
-        continue
-    if b"worker.py" in command and b"start" in command and pid != me:
-        os.kill(pid, 9)
-time.sleep(0.2)
-if os.path.exists(path):
-    os.unlink(path)
-server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-server.bind(path)
-server.listen(4)
-for name in sys.argv[1:]:
-    conn, _ = server.accept()
-    conn.recv(65536)
-    try:
-        conn.sendall(replayed if name == "replayed" else bytes.fromhex(open(f"/app/forged/{name}").read()))
-    except OSError:  # the client stopped reading the huge answer
-        pass
-    conn.close()
-"""
-
-
-@pytest.mark.hacks
-def test_a_server_in_the_workers_place_gets_only_error_observations(backend: Backend) -> None:
-    env = taskgym.make("mesh-trimesh-v0", sandbox=backend)
-    try:
-        env.reset(options={"task_id": "drill-7-8ths-cube"})
-        solve = (env.unwrapped.task.path / "solution" / "solve.py").read_text()  # type: ignore[attr-defined]
-        assert step(env, "run_python", code=solve)[1]["ok"]
-        for name, answer in FORGED.items():
-            step(env, "write_file", path=f"forged/{name}", content=answer.hex())
-        step(env, "write_file", path="fake.py", content=FAKE_SERVER)
-        step(env, "bash", command="nohup python3 /app/fake.py " + " ".join(FORGED)
-             + " >/dev/null 2>&1 &\nsleep 1")
-        tools = [("run_python", {"code": "print('forged: all good')"}),
-                 ("inspect_mesh", {"path": "7_8ths_cube.stl"}), ("render", {"path": "7_8ths_cube.stl"}),
-                 ("measure", {"path": "7_8ths_cube.stl", "query": "signed_distance", "points": [[0, 0, 0]]})]
-        for index, name in enumerate(FORGED):
-            tool, args = tools[index % len(tools)]
-            text, info = step(env, tool, **args)
-            assert "could not be trusted" in text and info["error"], (name, text)
-            trusted = text.split("could not be trusted")[0]  # what follows is the raw output, quoted
-            assert "forged: all good" not in trusted and "faces: 24" not in trusted, name
-            assert info.get("ok") is not True and "images" not in info, (name, info)
-        text, info = step(env, "run_python", code="pass")  # the fake server is done: nobody
-        assert "could not be trusted" in text or "not running" in text, text
-        step(env, "bash", command="rm -f /tmp/.taskgym-mesh/worker.sock")
-        text, info = step(env, "inspect_mesh", path="7_8ths_cube.stl")
-        assert "not running" in text and "submit still grades" in text, text
-        _, reward, terminated, _, _ = env.step({"tool": "submit", "args": {}})
-        assert terminated and reward == 1.0
-    finally:
-        env.close()
 
 
 def test_making_the_env_without_trimesh_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

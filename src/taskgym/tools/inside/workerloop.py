@@ -2,17 +2,22 @@
 
 ``start(state, key_file, handle, warm)`` (run by the env at reset, before the agent acts) makes
 a non-dumpable server with a fresh 32-byte key, which it leaves in ``key_file`` for the env to
-read (the env deletes it at once), and serves one JSON request per connection on
-``<state>/worker.sock`` (``workercall.py`` is the client). At its first request the server runs
-``warm()`` (the heavy imports, done once and inherited by every child). Each request is handled
-by ``handle(request)`` in a child forked from the warm server, which zeroes the key and closes
-the server's socket first, and runs under ``request['timeout']`` seconds, ``request['memory_mb']``
-of memory beyond what the warm interpreter maps and :data:`FILE_BYTES` per file written: a run
-starts warm, and whatever it patches or breaks dies with it. The child of the next request is
-forked as soon as a reply is sent, while the agent thinks, and waits for that one request only.
-Every reply is ``<mac> <json>``, the mac HMAC-SHA256 under the key of the request line and the
-reply, so the env trusts no answer the server did not give to that very request. Runs inside
-the agent's sandbox, with the standard library only.
+read, beside two FIFOs, ``<key_file>.requests`` and ``<key_file>.replies``, which the server
+holds open for reading and writing (so it never sees an end of file, and a write never waits
+for a reader). The env opens the FIFOs through its descriptor of the workspace and deletes the
+three files at once, still before the agent acts: from then on the channel is two pipes only
+the env and this server hold (the server's descriptors are out of the agent's reach, as it is
+not dumpable), one JSON request a line in, one reply a line out, with no process started per
+call. At its first request the server runs ``warm()`` (the heavy imports, done once and
+inherited by every child). Each request is handled by ``handle(request)`` in a child forked
+from the warm server, which zeroes the key and closes the channel first, and runs under
+``request['timeout']`` seconds, ``request['memory_mb']`` of memory beyond what the warm
+interpreter maps and :data:`FILE_BYTES` per file written: a run starts warm, and whatever it
+patches or breaks dies with it. The child of the next request is forked as soon as a reply is
+sent, while the agent thinks, and waits for that one request only. Every reply is
+``<mac> <json>``, the mac HMAC-SHA256 under the key of the request line and the reply, so the
+env trusts no answer the server did not give to that very request. Runs inside the agent's
+sandbox, with the standard library only.
 """
 
 from __future__ import annotations
@@ -24,7 +29,6 @@ import os
 import resource
 import select
 import signal
-import socket
 import sys
 import time
 import traceback
@@ -36,9 +40,7 @@ KEY_BYTES = 32
 KEY = bytearray()
 """The server's key; zeroed in every child before it handles a request."""
 MESSAGE_LIMIT = 1 << 20
-"""Longest request read from the socket."""
-REQUEST_SECONDS = 10.0
-"""How long a client may take to send its request."""
+"""Longest request line read; a longer one is answered as a bad request."""
 FILE_BYTES = 64 << 20
 TRACEBACK_CHARS = 3000
 PR_SET_DUMPABLE = 4
@@ -46,8 +48,8 @@ REPLY_KEYS = {"ok", "text", "png", "timing"}
 
 
 def start(state: str, key_file: str, handle: Handler, warm: Callable[[], None]) -> int:
-    """Start the server with a fresh key; return once the key file and socket exist."""
-    ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # its memory stays its own
+    """Start the server with a fresh key; return once the key file and the FIFOs exist."""
+    ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # its memory and descriptors stay its own
     with open("/dev/urandom", "rb", buffering=0) as random:
         KEY.extend(bytes(KEY_BYTES))
         random.readinto(KEY)  # straight into the bytearray: no other copy of the key
@@ -60,62 +62,61 @@ def start(state: str, key_file: str, handle: Handler, warm: Callable[[], None]) 
         for fd in (1, 2):
             os.dup2(log, fd)
         os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        channel = []
+        for path in (f"{key_file}.requests", f"{key_file}.replies"):
+            if os.path.lexists(path):
+                os.unlink(path)
+            os.mkfifo(path, 0o600)
+            channel.append(os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC))
         key = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.write(key, KEY)
         os.close(key)
-        path = f"{state}/worker.sock"
-        if os.path.exists(path):
-            os.unlink(path)
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(path)
-        listener.listen(4)
         os.write(ready_w, b"1")
         os.close(ready_w)
-        serve(listener, handle, warm)
+        serve(channel[0], channel[1], handle, warm)
         os._exit(0)
     os.close(ready_w)
     return 0 if os.read(ready_r, 1) == b"1" else 1
 
 
-def serve(listener: socket.socket, handle: Handler, warm: Callable[[], None]) -> None:
+def serve(requests: int, replies: int, handle: Handler, warm: Callable[[], None]) -> None:
+    """Answer each line read from ``requests`` with one signed line on ``replies``."""
     warmed = False
     child: Child | None = None
-    while True:
-        conn, _ = listener.accept()
-        conn.settimeout(REQUEST_SECONDS)  # a client that sends nothing cannot hold the server
-        with conn:
+    channel = (requests, replies)
+    with os.fdopen(requests, "rb") as lines:
+        while True:
+            line = lines.readline(MESSAGE_LIMIT + 1)
+            if not line:  # cannot happen while the server holds the FIFO open for writing too
+                return
+            if not line.endswith(b"\n"):  # longer than the bound (the env never sends that)
+                while line and not line.endswith(b"\n"):
+                    line = lines.readline(MESSAGE_LIMIT)
+                line = b""
+            line = line.rstrip(b"\n")
+            if not line:  # the env starts each request with a newline, ending any cut line
+                continue
             try:
-                line = _receive(conn)
+                request = json.loads(line)
+                if not isinstance(request, dict):
+                    raise ValueError("not a JSON object")
+                if not warmed:
+                    warm()
+                    warmed = True
+                current, child = child or Child(channel, handle), None  # each child serves once
+                reply = well_formed(current.run(request))
+            except Exception as exc:  # a bad request, or the imports failed: say so, keep serving
+                reply = {"ok": False, "text": f"the worker could not handle the request: {exc}"}
+            body = json.dumps(reply).encode()
+            answer = hmac.digest(KEY, line + b"\n" + body, "sha256").hex().encode() + b" " + body + b"\n"
+            view = memoryview(answer)
+            while view:  # waits while the pipe is full (the env reads it at its next call)
+                view = view[os.write(replies, view):]
+            if child is None and warmed:
                 try:
-                    request = json.loads(line)
-                    if not isinstance(request, dict):
-                        raise ValueError("not a JSON object")
-                    if not warmed:
-                        warm()
-                        warmed = True
-                    current, child = child or Child(listener, handle), None  # each child serves once
-                    reply = well_formed(current.run(request))
-                except Exception as exc:  # a bad request, or the imports failed: say so, keep serving
-                    reply = {"ok": False, "text": f"the worker could not handle the request: {exc}"}
-                body = json.dumps(reply).encode()
-                conn.sendall(hmac.digest(KEY, line + b"\n" + body, "sha256").hex().encode() + b" " + body)
-            except OSError:  # the client went away (its command timed out): serve the next one
-                pass
-        if child is None and warmed:
-            try:
-                child = Child(listener, handle)
-            except OSError:  # no process to spare now (the pids bound): fork at the next request
-                pass
-
-
-def _receive(conn: socket.socket) -> bytes:
-    data = b""
-    while not data.endswith(b"\n") and len(data) < MESSAGE_LIMIT:
-        chunk = conn.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    return data.rstrip(b"\n")
+                    child = Child(channel, handle)
+                except OSError:  # no process to spare now (the pids bound): fork at the next request
+                    pass
 
 
 def capture_output(path: str) -> None:
@@ -153,7 +154,7 @@ def well_formed(reply: Any) -> dict[str, Any]:
 class Child:
     """A child forked from the warm server, waiting for the one request it will handle."""
 
-    def __init__(self, listener: socket.socket, handle: Handler) -> None:
+    def __init__(self, channel: tuple[int, int], handle: Handler) -> None:
         request_r, self._request_w = os.pipe()
         self._reply_r, reply_w = os.pipe()
         try:
@@ -164,7 +165,8 @@ class Child:
             raise
         if self.pid == 0:
             KEY[:] = bytes(len(KEY))
-            listener.close()
+            for fd in channel:
+                os.close(fd)
             os.close(self._request_w)
             os.close(self._reply_r)
             os.setpgid(0, 0)
