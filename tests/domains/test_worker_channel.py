@@ -306,3 +306,23 @@ def test_lines_on_the_pipes_that_the_server_did_not_sign_for_the_request_are_nev
         assert time.monotonic() - started < 30 and worker.channel is None
     finally:
         env.close()
+
+
+def test_forked_and_restored_episodes_get_a_worker_of_their_own(
+        episode: tuple[gym.Env[Any, Any], str, str]) -> None:
+    """No process is carried by a snapshot, and the channel was the old session's: each child
+    and a restored episode start their own worker, which answers, while the parent's goes on."""
+    env, run, _ = episode
+    real_run(env, run)
+    snap = env.snapshot()
+    children = env.fork(2)
+    try:
+        for child in children:
+            real_run(child, run)
+        real_run(env, run)
+        env.restore(snap)
+        real_run(env, run)
+    finally:
+        snap.close()
+        for child in children:
+            child.close()

@@ -79,6 +79,12 @@ class WorkerEnv(TaskEnv):
         convention = self.convention.format_map(self.task_settings().model_dump())
         return {"text": obs["text"] + convention}, info
 
+    def resume_episode(self, *args: Any, **kwargs: Any) -> None:
+        """A restored or forked episode's sandbox runs no worker (no process is carried, and the
+        channel was its old session's): start its own, before the agent acts again."""
+        super().resume_episode(*args, **kwargs)
+        self.worker.start(self.session)
+
     def prepare(self, task: Task) -> None:
         """At reset, once the sandbox runs and before the worker starts: the domain's checks of
         ``task`` (raising :class:`~taskgym.errors.ConfigError`) and its episode state."""

@@ -85,6 +85,8 @@ class MeshEnv(WorkerEnv):
         "runs code in a warm interpreter; `inspect_mesh`, `render` and `measure` look at a mesh file (STL, "
         "OBJ, PLY, OFF or GLB). `submit(path)` grades the file (by default {output}): geometry decides.\n")
 
+    episode_attributes = ("_submitted",)  # a restore must not grade another episode's choice
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._submitted: str | None = None
         super().__init__(*args, **kwargs)
