@@ -253,10 +253,15 @@ def stub_command(spec: SandboxSpec, argv: Sequence[str], preload: Sequence[str]
 
 def prestart(backend: Backend, spec: SandboxSpec, argv: Sequence[str], preload: Sequence[str]) -> None:
     """Begin pre-starting graders of this kind now (e.g. at reset, so that the import overlaps
-    the agent's episode); a no-op when the pool is full or disabled."""
+    the agent's episode): its zygote where one serves it, else the pool; a no-op when the
+    pool is full or disabled."""
     size = pool_size()
     if size:
-        _pool(backend, *stub_command(spec, argv, preload)).refill(size)
+        pool = _pool(backend, *stub_command(spec, argv, preload))
+        from taskgym.sandbox.local.zygote import start_zygote
+
+        if not start_zygote(backend, pool.spec, pool.argv, pool.version()):
+            pool.refill(size)
 
 
 def warm_pools(backend: Backend | None = None) -> list[WarmPool]:
@@ -267,6 +272,9 @@ def warm_pools(backend: Backend | None = None) -> list[WarmPool]:
 
 def close_warm_graders(backend: Backend | None = None) -> None:
     """Close the pre-started graders of ``backend`` (of every backend when ``None``)."""
+    from taskgym.sandbox.local.zygote import close_zygotes
+
+    close_zygotes(backend)
     with _LOCK:
         keys = [k for k, p in _POOLS.items() if backend is None or p.backend is backend]
         pools = [_POOLS.pop(k) for k in keys]
@@ -279,17 +287,22 @@ atexit.register(close_warm_graders)
 
 def run_warm(backend: Backend, spec: SandboxSpec, argv: Sequence[str], preload: Sequence[str], *,
              seed: Path | None, timeout: float, fds: Mapping[str, int]
-             ) -> tuple[ExecResult, ResourceUsage]:
-    """Run ``argv`` in a pre-started grader (one started now when none is ready): copy ``seed``
-    in, send ``spec.env`` and the descriptors ``fds`` (name -> host descriptor; the script
-    finds each number in the variable of that name), collect its output, destroy it."""
+             ) -> tuple[ExecResult, ResourceUsage, str]:
+    """Run ``argv`` in a grade forked by the kind's zygote (:mod:`taskgym.sandbox.local.zygote`)
+    or else in a pre-started grader (one started now when none is ready): copy ``seed`` in,
+    send ``spec.env`` and the descriptors ``fds`` (name -> host descriptor; the script finds
+    each number in the variable of that name), collect its output, destroy it. The third
+    value says which ran: ``zygote`` or ``pool``."""
     began = time.monotonic()
     deadline = began + timeout
     stub_spec, command = stub_command(spec, argv, preload)
     pool = _pool(backend, stub_spec, command)
     version = pool.version()
-    entry = pool.take(version)
-    started: Prestarted | None = None
+    from taskgym.sandbox.local.zygote import fork_grade
+
+    started: Prestarted | None = fork_grade(backend, stub_spec, command, version, spec, deadline)
+    path = "pool" if started is None else "zygote"
+    entry = pool.take(version) if started is None else None
     if entry is not None:
         with contextlib.suppress(SandboxError):
             started = entry.claim(deadline)
@@ -303,8 +316,9 @@ def run_warm(backend: Backend, spec: SandboxSpec, argv: Sequence[str], preload: 
         raise SandboxError(f"could not hand the grade to the pre-started grader: {exc}") from exc
     finally:
         started.close()
-        pool.refill(pool_size())
-    return result, usage
+        if path == "pool":
+            pool.refill(pool_size())
+    return result, usage, path
 
 
 def _go(started: Prestarted, spec: SandboxSpec, seed: Path | None, deadline: float,

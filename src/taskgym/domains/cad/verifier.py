@@ -132,7 +132,8 @@ def _grade(task: Task, backend: Backend, code: bytes | None
                          secrets={"TASKGYM_SECRET_FD": json.dumps(secret).encode() + b"\n"
                                   + reference.read_bytes()}, preload=PRELOAD)
     common: dict[str, Any] = {"verifier_seconds": round(run.result.duration_sec, 3),
-                              "verifier_cpu_seconds": round(run.usage.cpu_sec, 3)}
+                              "verifier_cpu_seconds": round(run.usage.cpu_sec, 3),
+                              "grader_path": run.path}
     record = run.records[0] if run.records else None
     if record is not None:
         common["timing"] = record.get("timing")

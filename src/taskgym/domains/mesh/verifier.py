@@ -96,7 +96,8 @@ def grade_file(task: Task, name: str, data: bytes, backend: Backend,
                          secrets={"TASKGYM_SECRET_FD": secret},
                          preload=("meshlib", "scipy.spatial", "scipy.optimize"))
     common: dict[str, Any] = {"verifier_seconds": round(run.result.duration_sec, 3),
-                              "verifier_cpu_seconds": round(run.usage.cpu_sec, 3)}
+                              "verifier_cpu_seconds": round(run.usage.cpu_sec, 3),
+                              "grader_path": run.path}
     record = run.final()
     if run.result.timed_out:
         return RewardResult.failed(f"grading ran past {limits.verifier_timeout_sec:g}s", **common)
