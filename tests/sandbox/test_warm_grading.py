@@ -105,7 +105,7 @@ PROBE = textwrap.dedent(f"""
         raise RuntimeError("CARRIED OVER: " + ", ".join(found))
 """)
 
-VOLATILE = ("timing", "verifier_seconds", "verifier_cpu_seconds", "log")
+VOLATILE = ("timing", "verifier_seconds", "verifier_cpu_seconds", "log", "grader_path")
 
 
 @pytest.fixture(scope="module")
@@ -113,14 +113,24 @@ def cad_tasks() -> Any:
     return taskgym.make("cad-cadquery-v0").unwrapped.task_set  # type: ignore[attr-defined]
 
 
-@pytest.fixture
-def two_warm(monkeypatch: pytest.MonkeyPatch, backend: Backend) -> Iterator[None]:
-    """Two pre-started graders per kind: the next grade's sandbox is already up (and waiting)
-    while the current grade runs the agent's code."""
+@pytest.fixture(params=["pool", "zygote"])
+def two_warm(monkeypatch: pytest.MonkeyPatch, backend: Backend, request: pytest.FixtureRequest
+             ) -> Iterator[str]:
+    """Each warm path: two pre-started graders per kind (the next grade's sandbox is already
+    up, and waiting, while the current grade runs the agent's code), or the kind's grader
+    zygote (local only), which forks every grade. Yields the path's name."""
+    if request.param == "zygote" and backend.name != "local":
+        pytest.skip("grader zygotes are a local-backend path")
     monkeypatch.setenv("TASKGYM_WARM_GRADERS", "2")
+    monkeypatch.setenv("TASKGYM_GRADER_ZYGOTE", "1" if request.param == "zygote" else "0")
     close_warm_graders(backend)
-    yield
+    yield request.param
     close_warm_graders(backend)
+
+
+def default_path(backend: Backend) -> str:
+    """The warm path a grade takes by default on ``backend``."""
+    return "zygote" if backend.name == "local" else "pool"
 
 
 def _solution(task: Task) -> str:
@@ -143,7 +153,7 @@ def _wait_ready(backend: Backend) -> None:
         assert pool.ready(300)
 
 
-def test_a_grade_sees_nothing_of_the_previous_one(two_warm: None, backend: Backend, cad_tasks: Any,
+def test_a_grade_sees_nothing_of_the_previous_one(two_warm: str, backend: Backend, cad_tasks: Any,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     task = cad_tasks.get("plate-four-holes")
     probe = PROBE + _solution(task)
@@ -153,6 +163,7 @@ def test_a_grade_sees_nothing_of_the_previous_one(two_warm: None, backend: Backe
     _wait_ready(backend)
     attack = grade_code(task, ATTACK.encode(), backend)
     reason = str(attack.details.get("reason"))
+    assert attack.details["grader_path"] == two_warm
     assert "ATTACK-DONE" in reason, reason  # the attack ran, and planted what it could
     assert reason.count("file ") >= 4 and "processes" in reason and "patched" in reason, reason
     assert "parent memory" not in reason
@@ -160,6 +171,7 @@ def test_a_grade_sees_nothing_of_the_previous_one(two_warm: None, backend: Backe
     for _ in range(2):
         warm = grade_code(task, probe.encode(), backend)
         assert warm.details["timing"]["import_sec"] < 0.5  # it ran in a pre-started grader
+        assert warm.details["grader_path"] == two_warm
         assert _comparable(warm) == _comparable(cold), warm.details.get("reason")
         _wait_ready(backend)
 
@@ -175,6 +187,8 @@ def test_warm_and_cold_cad_grades_are_identical(backend: Backend, cad_tasks: Any
         _wait_ready(backend)
         warm = grade_code(task, code.encode(), backend)
         assert warm.details["timing"]["import_sec"] < 0.5
+        assert warm.details["grader_path"] == default_path(backend)
+        assert cold.details["grader_path"] == "cold"
         assert _comparable(warm) == _comparable(cold)
     assert cold.score == 0.0
 
@@ -196,9 +210,24 @@ def test_warm_and_cold_mesh_grades_are_identical(backend: Backend, monkeypatch: 
         grade_file(task, "part.stl", data, backend)
         _wait_ready(backend)
         warm = grade_file(task, "part.stl", data, backend)
+        assert warm.details["grader_path"] == default_path(backend)
         assert _comparable(warm) == _comparable(cold)
         if data == target:
             assert warm.success and warm.details["timing"]["import_sec"] < 0.5
+
+
+def _ours(pid: int) -> bool:
+    """Whether ``pid`` descends from this process (other test runs may share the machine)."""
+    for _ in range(64):
+        if pid == os.getpid():
+            return True
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+        if pid <= 1:
+            return False
+    return False
 
 
 def _grader_processes() -> list[int]:
@@ -206,7 +235,9 @@ def _grader_processes() -> list[int]:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if b"warm_grader.py" in (entry / "cmdline").read_bytes():
+                cmdline = (entry / "cmdline").read_bytes()
+                stub = b"warm_grader.py" in cmdline or b"grader_zygote.py" in cmdline
+                if stub and _ours(int(entry.name)):
                     found.append(int(entry.name))
             except OSError:
                 pass
@@ -221,8 +252,8 @@ def test_no_grader_sandbox_outlives_its_env(backend: Backend) -> None:
     _, reward, *_ = env.step({"tool": "submit", "args": {"code": code}})
     assert reward == 1.0
     _wait_ready(backend)
-    pools = warm_pools(backend)
-    assert pools and sum(p.live() for p in pools) == 1
+    pools = warm_pools(backend)  # a zygote serves the local backend's grades: no pool entry
+    assert pools and sum(p.live() for p in pools) == (0 if default_path(backend) == "zygote" else 1)
     assert _grader_processes()
     env.close()
     assert not warm_pools(backend)

@@ -52,8 +52,8 @@ from taskgym.sandbox.os_errors import resource_error
 if TYPE_CHECKING:
     from taskgym.sandbox.local.launch import Launched, LocalBackend
 
-__all__ = ["GraderZygote", "ZygoteGrade", "close_zygotes", "enabled", "fork_grade", "start_zygote",
-           "zygote_command"]
+__all__ = ["GraderZygote", "ZygoteGrade", "close_zygotes", "enabled", "fork_grade", "live_zygotes",
+           "start_zygote", "zygote_command"]
 
 BOOT_SEC = 300.0
 """Longest a zygote may take to import its modules."""
@@ -372,11 +372,20 @@ def fork_grade(backend: Backend, spec: SandboxSpec, argv: list[str], version: st
         return None
 
 
+def live_zygotes(backend: Backend | None = None) -> list[int]:
+    """The host pids of the running zygotes (of ``backend``, or all): for tests and tools."""
+    with _LOCK:
+        zygotes = [z for z in _ZYGOTES.values() if backend is None or z.backend is backend]
+    return [z.launched.init_pid for z in zygotes if z.alive and z.launched is not None]
+
+
 def close_zygotes(backend: Backend | None = None) -> None:
-    """Close the zygotes of ``backend`` (of every backend when ``None``)."""
+    """Close the zygotes of ``backend`` (of every backend when ``None``), and forget which of
+    its kinds failed (the next grade tries a zygote again)."""
     with _LOCK:
         keys = [k for k, z in _ZYGOTES.items() if backend is None or z.backend is backend]
         zygotes = [_ZYGOTES.pop(k) for k in keys]
+        _BROKEN.difference_update([k for k in _BROKEN if backend is None or k[0] == id(backend)])
     for zygote in zygotes:
         zygote.closed = True
         zygote.done.wait(30)
