@@ -18,8 +18,9 @@ inherited SEQPACKET socket ``TASKGYM_WARM_FD``.
 4. The grade, before any agent data exists in it: mounts a fresh read-only /proc of its pid
    namespace, covers the zygote's proc (``ZPROC``) with an empty read-only tmpfs, mounts a
    fresh tmpfs of the given size over every writable place (and fails if some other writable
-   mount is still reachable), a new devpts instance on /dev/pts, drops every capability (the
-   bounding and ambient sets too), sets no_new_privs, installs the host's seccomp filter
+   mount is still reachable), a new devpts instance on /dev/pts, closes every descriptor but
+   its socket and 0-2, drops every capability (the bounding and ambient sets too), sets
+   no_new_privs, installs the host's seccomp filter
    (stacked on the zygote's looser one), checks all of that in /proc/self/status, then sends
    ``ready`` (the host learns its pid from the socket's credentials, moves it into the
    grade's cgroup, copies the workspace in) and runs ``SCRIPT`` once as warm_grader.py does.
@@ -29,6 +30,7 @@ mounts go with its mount namespace.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib
 import json
@@ -139,6 +141,10 @@ def _grade(grade: socket.socket, request: dict[str, object], script: str, args: 
         assert isinstance(mounts, list)
         _fresh_mounts(mounts)
         os.chdir(str(mounts[0][0]))  # the workspace: the first place listed
+        for name in os.listdir("/proc/self/fd"):  # nothing the zygote held open goes on
+            if int(name) not in (0, 1, 2, grade.fileno()):
+                with contextlib.suppress(OSError):
+                    os.close(int(name))
         _lock_down(bytes.fromhex(str(request["seccomp"])))
     except BaseException:
         grade.send(b"error " + traceback.format_exc()[-3000:].encode(errors="replace"))

@@ -298,6 +298,17 @@ _BROKEN: set[tuple[int, str]] = set()
 _LOCK = threading.Lock()
 _JOBS: queue.Queue[GraderZygote] = queue.Queue()
 _BOOTER: list[threading.Thread] = []
+_OWNER = [os.getpid()]
+
+
+def _forget_if_forked() -> None:
+    """In a process forked from the one that started them, the zygotes and the booting
+    thread are the parent's: start afresh (called with ``_LOCK`` held)."""
+    if _OWNER[0] != os.getpid():
+        _OWNER[0] = os.getpid()
+        _ZYGOTES.clear()
+        _BROKEN.clear()
+        _BOOTER.clear()
 
 
 def _booter() -> None:
@@ -327,6 +338,7 @@ def _get(backend: Backend, spec: SandboxSpec, argv: list[str], version: str) -> 
     key = (id(backend), json.dumps([spec.model_dump(mode="json"), command]))
     stale = None
     with _LOCK:
+        _forget_if_forked()
         if key in _BROKEN:
             return None
         zygote = _ZYGOTES.get(key)
@@ -362,6 +374,8 @@ def fork_grade(backend: Backend, spec: SandboxSpec, argv: list[str], version: st
     try:
         return zygote.fork(grade_spec, deadline)
     except SandboxError as exc:  # fail safe: this kind uses the pool from now on
+        if not zygote.done.is_set():
+            return None  # still importing at the grade's deadline: not a failure of the zygote
         zygote.error = zygote.error or str(exc)
         with _LOCK:
             keys = [k for k, z in _ZYGOTES.items() if z is zygote]
