@@ -1,7 +1,9 @@
-"""Warm graders (taskgym.sandbox.warm): a grade in a pre-started sandbox sees nothing of an
-earlier grade, scores exactly as a cold grade, and no grader sandbox outlives its env.
+"""Warm graders (taskgym.sandbox.warm): a grade in a pre-started sandbox, or forked by a grader
+zygote, sees nothing of an earlier grade, scores exactly as a cold grade, and no grader
+sandbox outlives its env.
 
-Each test runs on both backends (``backend`` fixture: local, and docker under -m docker).
+Each test runs on both backends (``backend`` fixture: local, and docker under -m docker); the
+carry-over attack runs on both warm paths (pool, and zygote on local).
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ before any agent data existed in it; at grade time the host copies the workspace
 "go" message carrying the grade's descriptors (nonce, report, secrets, stdout, stderr) over
 the channel, waits for the script to exit and destroys the sandbox. Each pre-started sandbox
 serves exactly one grade, so the fresh-sandbox guarantee holds (docs/security.md, "Warm
-graders"); what it saves is the import's wall time, not its CPU.
+graders"); what it saves is the import's wall time, not its CPU. On the local backend a grade
+is instead forked by the kind's grader zygote (:mod:`taskgym.sandbox.local.zygote`), which
+imported once per process; the pool is its fallback and the only path on docker.
 
 The pool keeps ``TASKGYM_WARM_GRADERS`` (default 1; 0 turns warm graders off: each grade
 starts its sandbox with the grader's command, as :meth:`Backend.run` does) sandboxes ready
