@@ -129,7 +129,8 @@ PROBE = textwrap.dedent(f"""
             found.append("sysv " + name)
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            if b"sleep" in open(f"/proc/{{pid}}/cmdline", "rb").read():
+            seen = open(f"/proc/{{pid}}/cmdline", "rb").read() + open(f"/proc/{{pid}}/comm", "rb").read()
+            if b"sleep" in seen:
                 found.append("process " + pid)
         except OSError:
             pass

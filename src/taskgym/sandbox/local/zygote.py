@@ -198,6 +198,14 @@ def _await_ready(host: socket.socket, deadline: float) -> tuple[int, float]:
     return pid, fork_cpu
 
 
+def _readable(fd: int, timeout: float) -> bool:
+    """Whether ``fd`` (a pidfd: its process ended) is readable within ``timeout`` seconds
+    (poll, never select: descriptors past 1023 are ordinary here)."""
+    poll = select.poll()
+    poll.register(fd, select.POLLIN)
+    return bool(poll.poll(max(0.0, timeout) * 1000.0))
+
+
 class ZygoteGrade(Prestarted):
     """One grade forked by a zygote, waiting for its go message (pid ``pid`` here)."""
 
@@ -220,7 +228,7 @@ class ZygoteGrade(Prestarted):
 
     @property
     def alive(self) -> bool:
-        return not select.select([self.pidfd], [], [], 0)[0]
+        return not _readable(self.pidfd, 0.0)
 
     def copy_in(self, seed: Path) -> None:
         try:
@@ -234,11 +242,10 @@ class ZygoteGrade(Prestarted):
             os.close(root)
 
     def finish(self, timeout: float) -> tuple[int, bool, ResourceUsage]:
-        report = self._wait_report(timeout)
-        timed_out = report is None
+        report, timed_out = self._wait_report(timeout)
         if timed_out:
             self._kill()
-            report = self._wait_report(5.0)
+            report, _ = self._wait_report(5.0)
         self._wait_gone(5.0)
         usage = ResourceUsage()
         code = -1
@@ -251,32 +258,34 @@ class ZygoteGrade(Prestarted):
         self.close()
         return code, timed_out, usage
 
-    def _wait_report(self, timeout: float) -> dict[str, float] | None:
+    def _wait_report(self, timeout: float) -> tuple[dict[str, float] | None, bool]:
+        """The exit report of the child between zygote and grade (``None`` when it ended
+        without one), and whether ``timeout`` passed first."""
         deadline = time.monotonic() + timeout
         while True:
             self._report.settimeout(max(0.01, deadline - time.monotonic()))
             try:
                 data = self._report.recv(1 << 16)
             except TimeoutError:
-                return None
+                return None, True
             except OSError:
-                return None
+                return None, False
             if not data:
-                return None
+                return None, False
             if data.startswith(b"exit "):
                 report: dict[str, float] = json.loads(data[5:])
-                return report
+                return report, False
             if time.monotonic() >= deadline:
-                return None
+                return None, True
 
     def _kill(self) -> None:
         with contextlib.suppress(ProcessLookupError, OSError):
             signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)  # pid 1: its namespace goes
 
     def _wait_gone(self, timeout: float) -> None:
-        if not select.select([self.pidfd], [], [], timeout)[0]:
+        if not _readable(self.pidfd, timeout):
             self._kill()
-            select.select([self.pidfd], [], [], timeout)
+            _readable(self.pidfd, timeout)
 
     def close(self) -> None:
         if self.pidfd < 0:
