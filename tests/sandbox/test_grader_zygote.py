@@ -7,11 +7,13 @@ zygote path too (its ``two_warm`` fixture)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import textwrap
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +21,8 @@ import pytest
 import taskgym
 from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task
-from taskgym.sandbox import Backend
+from taskgym.sandbox import Backend, SandboxSpec
+from taskgym.sandbox.grading import run_grader
 from taskgym.sandbox.local.zygote import live_zygotes
 from taskgym.sandbox.warm import close_warm_graders
 
@@ -127,13 +130,11 @@ PROBE = textwrap.dedent(f"""
                        ("msg", lambda: libc.msgget({KEY}, 0))):
         if call() >= 0:
             found.append("sysv " + name)
+    # in a zygote's grade, its pid namespace holds the grader (1) and this process: any
+    # other is a leftover
     for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            seen = open(f"/proc/{{pid}}/cmdline", "rb").read() + open(f"/proc/{{pid}}/comm", "rb").read()
-            if b"sleep" in seen:
-                found.append("process " + pid)
-        except OSError:
-            pass
+        if int(pid) not in (1, os.getpid()):
+            found.append("process " + pid)
     if found:
         raise RuntimeError("CARRIED OVER: " + ", ".join(found))
 """)
@@ -222,3 +223,46 @@ def test_a_zygote_that_cannot_start_leaves_grades_to_the_pool(
         result = grade_code(task, _solution(task).encode(), zygote)
         assert result.score == 1.0 and result.details["grader_path"] == "pool"
     assert live_zygotes(zygote) == []
+
+
+def _sleepers_of_ours() -> list[int]:
+    """``sleep`` processes descending from this process."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (entry / "comm").read_text().strip() != "sleep":
+                continue
+            pid = int(entry.name)
+            for _ in range(64):
+                pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                if pid == os.getpid():
+                    found.append(int(entry.name))
+                    break
+                if pid <= 1:
+                    break
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def test_a_zygote_grade_past_its_timeout_is_killed_with_what_it_left(zygote: Backend,
+                                                                     tmp_path: Path) -> None:
+    folder = tmp_path / "grader"
+    folder.mkdir()
+    (folder / "helper.py").write_text("VERSION = 1\n")
+    (folder / "g.py").write_text(textwrap.dedent("""
+        import subprocess, time
+        subprocess.Popen(["/bin/sleep", "600"], start_new_session=True)
+        print("started", flush=True)
+        time.sleep(600)
+    """))
+    spec = SandboxSpec(ro_binds={str(folder): "/.g"})
+    run = run_grader(zygote, spec, ["python3", "-I", "/.g/g.py"], seed=None, timeout=15,
+                     preload=("helper",))
+    assert run.path == "zygote"
+    assert run.result.timed_out and run.result.exit_code == 124, run.log()
+    assert "started" in run.result.stdout
+    assert _sleepers_of_ours() == []
+    assert len(live_zygotes(zygote)) == 1  # the zygote itself lives on

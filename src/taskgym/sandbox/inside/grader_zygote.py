@@ -4,9 +4,9 @@ Runs as ``python3 -I -B grader_zygote.py MODULES SCRIPT [ARGS...]`` in a sandbox
 that never sees agent data (see taskgym.sandbox.local.zygote). Its channel to the host is the
 inherited SEQPACKET socket ``TASKGYM_WARM_FD``.
 
-1. Send ``up`` (the host then mounts ``ZPROC``), import ``MODULES`` (``SCRIPT``'s folder on
-   ``sys.path`` meanwhile), check that the process has one thread (fork and
-   ``unshare(CLONE_NEWUSER)`` need it), make it non-dumpable, send ``ready`` (or
+1. Send ``up``, wait for ``mounted`` (the host mounted ``ZPROC``), import ``MODULES``
+   (``SCRIPT``'s folder on ``sys.path`` meanwhile), check that the process has one thread
+   (fork and ``unshare(CLONE_NEWUSER)`` need it), make it non-dumpable, send ``ready`` (or
    ``error <why>``).
 2. Loop: each message is a JSON request ``{"mounts": [[path, bytes]...], "seccomp": hex}``
    with one descriptor, the grade's socket. Fork a child, send ``forked <cpu seconds>`` on the
@@ -189,6 +189,8 @@ def main() -> None:
     os.close(null)
     channel = connect()
     channel.send(b"up")  # the sandbox is set up: the host mounts ZPROC now
+    if channel.recv(16) != b"mounted":
+        os._exit(1)
     folder = os.path.dirname(os.path.abspath(script))
     sys.path.insert(0, folder)
     try:

@@ -124,6 +124,7 @@ class GraderZygote:
             env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=30, check=False)
         if mount.returncode != 0:
             raise SandboxError(f"could not mount its proc: {mount.stderr.strip()}")
+        host.send(b"mounted")
         reply = host.recv(1 << 16)
         host.settimeout(None)
         if reply != b"ready":
