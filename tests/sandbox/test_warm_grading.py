@@ -232,14 +232,17 @@ def _ours(pid: int) -> bool:
     return False
 
 
-def _grader_processes() -> list[int]:
+def _grader_processes(backend: Backend | None = None) -> list[int]:
+    """Grader stubs running: on the local backend only this process's (other test runs may
+    share the machine); a container's processes descend from the engine, so all of them."""
+    mine = backend is not None and backend.name == "local"
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 cmdline = (entry / "cmdline").read_bytes()
                 stub = b"warm_grader.py" in cmdline or b"grader_zygote.py" in cmdline
-                if stub and _ours(int(entry.name)):
+                if stub and (not mine or _ours(int(entry.name))):
                     found.append(int(entry.name))
             except OSError:
                 pass
@@ -256,13 +259,13 @@ def test_no_grader_sandbox_outlives_its_env(backend: Backend) -> None:
     _wait_ready(backend)
     pools = warm_pools(backend)  # a zygote serves the local backend's grades: no pool entry
     assert pools and sum(p.live() for p in pools) == (0 if default_path(backend) == "zygote" else 1)
-    assert _grader_processes()
+    assert _grader_processes(backend)
     env.close()
     assert not warm_pools(backend)
     deadline = time.monotonic() + 30
-    while _grader_processes() and time.monotonic() < deadline:
+    while _grader_processes(backend) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _grader_processes()
+    assert not _grader_processes(backend)
 
 
 def test_the_probe_sees_what_the_attack_plants(backend: Backend, cad_tasks: Any) -> None:
@@ -314,7 +317,7 @@ def test_a_dead_pre_started_grader_is_replaced_on_the_spot(backend: Backend, tmp
     _versioned_grader(folder, 7)
     _run_versioned(backend, folder)
     _wait_ready(backend)
-    waiting = [pid for pid in _grader_processes()
+    waiting = [pid for pid in _grader_processes(backend)
                if b"/.g/g.py" in Path(f"/proc/{pid}/cmdline").read_bytes()
                and not Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"bwrap")]
     assert waiting
