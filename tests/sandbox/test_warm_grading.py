@@ -23,6 +23,7 @@ from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task
 from taskgym.paths import envs_dir
 from taskgym.sandbox import Backend, SandboxSpec
+from taskgym.sandbox.docker.container import OWNER_LABEL
 from taskgym.sandbox.grading import run_grader
 from taskgym.sandbox.warm import close_warm_graders, warm_pools
 
@@ -232,17 +233,35 @@ def _ours(pid: int) -> bool:
     return False
 
 
-def _grader_processes(backend: Backend | None = None) -> list[int]:
-    """Grader stubs running: on the local backend only this process's (other test runs may
-    share the machine); a container's processes descend from the engine, so all of them."""
-    mine = backend is not None and backend.name == "local"
+def _in_our_container(pid: int) -> bool:
+    """Whether ``pid`` runs in a container this process started (its owner label)."""
+    import docker
+
+    try:
+        text = Path(f"/proc/{pid}/cgroup").read_text()
+    except OSError:
+        return False
+    ids = [line.rsplit("/docker/", 1)[1].strip() for line in text.splitlines() if "/docker/" in line]
+    if not ids:
+        return False
+    try:
+        labels = docker.from_env().containers.get(ids[0]).labels
+    except docker.errors.DockerException:
+        return False
+    return str(labels.get(OWNER_LABEL, "")).startswith(f"{os.getpid()}-")
+
+
+def _grader_processes(backend: Backend) -> list[int]:
+    """Grader stubs running that this process started (other test runs may share the
+    machine): on the local backend its descendants, on docker those in its containers."""
+    mine = _ours if backend.name == "local" else _in_our_container
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 cmdline = (entry / "cmdline").read_bytes()
                 stub = b"warm_grader.py" in cmdline or b"grader_zygote.py" in cmdline
-                if stub and (not mine or _ours(int(entry.name))):
+                if stub and mine(int(entry.name)):
                     found.append(int(entry.name))
             except OSError:
                 pass
