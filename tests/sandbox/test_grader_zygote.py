@@ -266,3 +266,34 @@ def test_a_zygote_grade_past_its_timeout_is_killed_with_what_it_left(zygote: Bac
     assert "started" in run.result.stdout
     assert _sleepers_of_ours() == []
     assert len(live_zygotes(zygote)) == 1  # the zygote itself lives on
+
+
+def _wait_for(check: Any, timeout: float = 120) -> bool:
+    deadline = time.monotonic() + timeout
+    while not check() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return bool(check())
+
+
+def test_a_reset_boots_the_zygote_and_the_last_env_closes_it(zygote: Backend, cad_tasks: Any) -> None:
+    """An env's reset (its warm-grader lease) boots the kind's zygote before any grade; closing
+    one of two envs keeps it for the other, whose grade it forks; the last close stops it."""
+    envs = [taskgym.make("cad-cadquery-v0", sandbox=zygote) for _ in range(2)]
+    try:
+        assert not live_zygotes(zygote)
+        envs[0].reset(options={"task_id": "plate-four-holes"})
+        assert _wait_for(lambda: live_zygotes(zygote)), "the reset booted no zygote"
+        (pid,) = live_zygotes(zygote)
+        envs[1].reset(options={"task_id": "plate-four-holes"})
+        envs[0].close()
+        assert live_zygotes(zygote) == [pid]
+        for action in envs[1].unwrapped.oracle_actions(envs[1].unwrapped.task):  # type: ignore[attr-defined]
+            *_, terminated, _, _ = envs[1].step(action)
+        reward = envs[1].unwrapped.last_reward  # type: ignore[attr-defined]
+        assert terminated and reward.success, reward
+        assert reward.details["grader_path"] == "zygote"
+        assert live_zygotes(zygote) == [pid]
+    finally:
+        for env in envs:
+            env.close()
+    assert _wait_for(lambda: not live_zygotes(zygote) and not os.path.exists(f"/proc/{pid}"), 30)
