@@ -1,15 +1,19 @@
-"""Warm graders: CAD and mesh grading wall time and CPU, pre-started (warm) against cold, one
+"""Warm graders: CAD and mesh grading wall time and CPU, zygote and pool against cold, one
 grade at a time, in bursts, and in a realistic RL pattern.
 
     python3 benchmarks/warm_grading.py [--quick] [--backend local|docker] [--burst N] [--envs K]
 
 (a) One grade. Cold: the backend's ``warm_graders`` is 0, the grader's sandbox started for the
-grade. Warm: the grade finds a pre-started grader that imported CadQuery (trimesh) already;
-between grades the benchmark waits until the pool refilled, as an agent's episode would (the
-refill overlaps the episode). The CPU of a grade is the whole life of its sandbox (the cgroup:
-the import included, pre-started or not) plus this process's own CPU and that of its reaped
-children (bwrap) from the grade's start until its replacement is ready; the engine's own CPU
-(dockerd, containerd) is not counted.
+grade. Pool (``TASKGYM_GRADER_ZYGOTE=0``): the grade finds a pre-started grader that imported
+CadQuery (trimesh) already; between grades the benchmark waits until the pool refilled, as an
+agent's episode would (the refill overlaps the episode). Zygote (local backend only, the
+default there): the kind's grader zygote, which imported once, forks the grade into fresh
+namespaces. The CPU of a grade is its sandbox's (cold, pool: the cgroup over the sandbox's
+whole life, the import included, pre-started or not; zygote: the zygote's CPU to fork it plus
+everything the fork and its descendants used, from their rusage) plus this process's own CPU
+and that of its reaped children (bwrap) from the grade's start until its replacement is ready;
+the engine's own CPU (dockerd, containerd) is not counted, nor the zygote's one import (once
+per process and kind, about one cold import). (b) and (c) take the backend's default path.
 
 (b) N grades back to back: with no episode expecting a grade the pool keeps one spare, so each
 grade of the burst waits for the grader the previous one started; with N users expecting a
@@ -63,10 +67,11 @@ def _ready(backend: Backend) -> None:
         pool.ready(300)
 
 
-def measure(grade: Callable[[Backend], RewardResult], backend: Backend, runs: int
+def measure(grade: Callable[[Backend], RewardResult], backend: Backend, runs: int, path: str
             ) -> tuple[list[float], list[float]]:
-    """(a) Wall seconds and CPU seconds (host + sandbox) of ``runs`` grades on ``backend``
-    (cold when its ``warm_graders`` is 0)."""
+    """(a) Wall seconds and CPU seconds (host + sandbox) of ``runs`` grades on ``backend`` by
+    ``path`` (``cold``: its ``warm_graders`` is 0; ``pool`` or ``zygote``)."""
+    os.environ["TASKGYM_GRADER_ZYGOTE"] = "1" if path == "zygote" else "0"
     close_warm_graders(backend)
     try:
         if backend.warm_graders:
@@ -79,10 +84,12 @@ def measure(grade: Callable[[Backend], RewardResult], backend: Backend, runs: in
             result = grade(backend)
             walls.append(time.monotonic() - started)
             assert result.success, result
+            assert result.details["grader_path"] == path, result.details["grader_path"]
             _ready(backend)  # the replacement's start is this grade's cost too
             cpus.append(_cpu() - host + float(result.details["verifier_cpu_seconds"]))
     finally:
         close_warm_graders(backend)
+        os.environ.pop("TASKGYM_GRADER_ZYGOTE", None)
     return walls, cpus
 
 
@@ -148,18 +155,20 @@ def _ms(values: list[float]) -> str:
     return f"{median(values) * 1000:.0f} ms (min {min(values) * 1000:.0f}, n={len(values)})"
 
 
-def _report(name: str, target: tuple[str, float], one: tuple[list[float], list[float]],
-            cpu: tuple[list[float], list[float]], spare: list[float], sized: list[float],
-            rl: tuple[list[float], list[float]], size: int, count: int, steps: int) -> None:
-    cold, warm = one
+def _report(name: str, target: tuple[str, float], one: dict[str, tuple[list[float], list[float]]],
+            spare: list[float], sized: list[float], rl: tuple[list[float], list[float]],
+            size: int, count: int, steps: int) -> None:
     sign, bound = target
-    met = median(warm) < bound if sign == "<" else median(warm) <= bound
-    verdict = f"  [target {sign} {bound * 1000:.0f} ms: {'PASS' if met else 'FAIL'}]"
+    cold_wall, cold_cpu = one["cold"]
     print(f"\n{name}: medians; {load_note()}")
-    print(f"  (a) one grade, cold: {_ms(cold)}; warm grader waiting: {_ms(warm)}{verdict}")
-    ratio = median(cpu[1]) / median(cpu[0])
-    print(f"      CPU host + sandbox: cold {median(cpu[0]):.2f} s, warm {median(cpu[1]):.2f} s "
-          f"= {ratio:.0%} of cold")
+    print(f"  (a) one grade, cold: {_ms(cold_wall)}; CPU host + sandbox {median(cold_cpu):.2f} s")
+    for path, (wall, cpu) in one.items():
+        if path == "cold":
+            continue
+        met = median(wall) < bound if sign == "<" else median(wall) <= bound
+        ratio = median(cpu) / median(cold_cpu)
+        print(f"      {path}: {_ms(wall)}  [target {sign} {bound * 1000:.0f} ms: "
+              f"{'PASS' if met else 'FAIL'}]; CPU {median(cpu):.2f} s = {ratio:.0%} of cold")
     print(f"  (b) {size} grades back to back, one spare: {_ms(spare)}; "
           f"pool sized to the burst: {_ms(sized)}")
     print(f"  (c) {count} envs x ({steps} steps, then submit): submit step {_ms(rl[0])}, "
@@ -172,13 +181,13 @@ def _domain(name: str, grade: Callable[[Backend], RewardResult], grader: Grader,
             target: tuple[str, float]) -> None:
     runs, rounds = (3, 1) if options.quick else (7, 2)
     backend, cold_backend = backends
-    cold = measure(grade, cold_backend, runs)
-    warm = measure(grade, backend, runs)
+    one = {"cold": measure(grade, cold_backend, runs, "cold")}
+    for path in ("pool", *(("zygote",) if options.backend == "local" else ())):
+        one[path] = measure(grade, backend, runs, path)
     spare = burst(grade, grader, backend, options.burst, rounds, False)
     sized = burst(grade, grader, backend, options.burst, rounds, True)
     rl = episodes(make, reset, step, options.steps, options.envs, rounds)
-    _report(name, target, (cold[0], warm[0]), (cold[1], warm[1]), spare, sized, rl,
-            options.burst, options.envs, options.steps)
+    _report(name, target, one, spare, sized, rl, options.burst, options.envs, options.steps)
 
 
 def main() -> None:

@@ -1,8 +1,10 @@
-"""Warm graders (taskgym.sandbox.warm): a grade in a pre-started sandbox sees nothing of an
-earlier grade, scores exactly as a cold grade, a burst of grades takes one fresh grader each,
-the pool follows its users' demand, and no grader sandbox outlives its env (nor its idle time).
+"""Warm graders (taskgym.sandbox.warm): a grade in a pre-started sandbox, or forked by a grader
+zygote, sees nothing of an earlier grade, scores exactly as a cold grade, a burst of grades
+takes one fresh grader each, the pool follows its users' demand, and no grader sandbox
+outlives its env (nor its idle time).
 
-Each test runs on both backends (``backend`` fixture: local, and docker under -m docker).
+Each test runs on both backends (``backend`` fixture: local, and docker under -m docker); the
+carry-over attack runs on both warm paths (pool, and zygote on local).
 """
 
 from __future__ import annotations
@@ -107,7 +109,7 @@ PROBE = textwrap.dedent(f"""
         raise RuntimeError("CARRIED OVER: " + ", ".join(found))
 """)
 
-VOLATILE = ("timing", "verifier_seconds", "verifier_cpu_seconds", "log")
+VOLATILE = ("timing", "verifier_seconds", "verifier_cpu_seconds", "log", "grader_path")
 
 
 @pytest.fixture(scope="module")
@@ -115,20 +117,37 @@ def cad_tasks() -> Any:
     return taskgym.make("cad-cadquery-v0").unwrapped.task_set  # type: ignore[attr-defined]
 
 
-@pytest.fixture
-def two_warm(monkeypatch: pytest.MonkeyPatch, backend: Backend, cad_tasks: Any) -> Iterator[None]:
-    """Two pre-started graders of the CAD kind (two users expecting a grade): the next grade's
-    sandbox is already up (and waiting) while the current grade runs the agent's code."""
+@pytest.fixture(params=["pool", "zygote"])
+def two_warm(monkeypatch: pytest.MonkeyPatch, backend: Backend, cad_tasks: Any,
+             request: pytest.FixtureRequest) -> Iterator[str]:
+    """Each warm path: two pre-started graders of the CAD kind (two users expecting a grade:
+    the next grade's sandbox is already up, and waiting, while the current grade runs the
+    agent's code), or the kind's grader zygote (local only), which forks every grade. Yields
+    the path's name."""
+    if request.param == "zygote" and backend.name != "local":
+        pytest.skip("grader zygotes are a local-backend path")
     monkeypatch.setattr(backend, "warm_graders", 2)
+    monkeypatch.setenv("TASKGYM_GRADER_ZYGOTE", "1" if request.param == "zygote" else "0")
     close_warm_graders(backend)
     grader = grader_of(cad_tasks.get("plate-four-holes"))
     leases = [Lease(backend, grader.spec, grader.argv, grader.preload or ()) for _ in range(2)]
     for lease in leases:
         lease.expect()
-    yield
+    yield request.param
     for lease in leases:
         lease.close()
     close_warm_graders(backend)
+
+
+@pytest.fixture
+def pool_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Grades take the pool even where a zygote would serve them (the pool's own tests)."""
+    monkeypatch.setenv("TASKGYM_GRADER_ZYGOTE", "0")
+
+
+def default_path(backend: Backend) -> str:
+    """The warm path a grade takes by default on ``backend``."""
+    return "zygote" if backend.name == "local" else "pool"
 
 
 def _solution(task: Task) -> str:
@@ -151,7 +170,7 @@ def _wait_ready(backend: Backend) -> None:
         assert pool.ready(300)
 
 
-def test_a_grade_sees_nothing_of_the_previous_one(two_warm: None, backend: Backend, cad_tasks: Any,
+def test_a_grade_sees_nothing_of_the_previous_one(two_warm: str, backend: Backend, cad_tasks: Any,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     task = cad_tasks.get("plate-four-holes")
     probe = PROBE + _solution(task)
@@ -161,6 +180,7 @@ def test_a_grade_sees_nothing_of_the_previous_one(two_warm: None, backend: Backe
     _wait_ready(backend)
     attack = grade_code(task, ATTACK.encode(), backend)
     reason = str(attack.details.get("reason"))
+    assert attack.details["grader_path"] == two_warm
     assert "ATTACK-DONE" in reason, reason  # the attack ran, and planted what it could
     assert reason.count("file ") >= 4 and "processes" in reason and "patched" in reason, reason
     assert "parent memory" not in reason
@@ -168,6 +188,7 @@ def test_a_grade_sees_nothing_of_the_previous_one(two_warm: None, backend: Backe
     for _ in range(2):
         warm = grade_code(task, probe.encode(), backend)
         assert warm.details["timing"]["import_sec"] < 0.5  # it ran in a pre-started grader
+        assert warm.details["grader_path"] == two_warm
         assert _comparable(warm) == _comparable(cold), warm.details.get("reason")
         _wait_ready(backend)
 
@@ -183,6 +204,8 @@ def test_warm_and_cold_cad_grades_are_identical(backend: Backend, cad_tasks: Any
         _wait_ready(backend)
         warm = grade_code(task, code.encode(), backend)
         assert warm.details["timing"]["import_sec"] < 0.5
+        assert warm.details["grader_path"] == default_path(backend)
+        assert cold.details["grader_path"] == "cold"
         assert _comparable(warm) == _comparable(cold)
     assert cold.score == 0.0
 
@@ -204,6 +227,7 @@ def test_warm_and_cold_mesh_grades_are_identical(backend: Backend, monkeypatch: 
         grade_file(task, "part.stl", data, backend)
         _wait_ready(backend)
         warm = grade_file(task, "part.stl", data, backend)
+        assert warm.details["grader_path"] == default_path(backend)
         assert _comparable(warm) == _comparable(cold)
         if data == target:
             assert warm.success and warm.details["timing"]["import_sec"] < 0.5
@@ -240,7 +264,8 @@ def _grader_processes(backend: Backend) -> list[int]:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if b"warm_grader.py" not in (entry / "cmdline").read_bytes():
+                cmdline = (entry / "cmdline").read_bytes()
+                if b"warm_grader.py" not in cmdline and b"grader_zygote.py" not in cmdline:
                     continue
                 cgroup = (entry / "cgroup").read_text()
             except OSError:
@@ -259,8 +284,8 @@ def test_no_grader_sandbox_outlives_its_env(backend: Backend) -> None:
     _, reward, *_ = env.step({"tool": "submit", "args": {"code": code}})
     assert reward == 1.0
     _wait_ready(backend)
-    pools = warm_pools(backend)
-    assert pools and sum(p.live() for p in pools) == 1
+    pools = warm_pools(backend)  # a zygote serves the local backend's grades: no pool entry
+    assert pools and sum(p.live() for p in pools) == (0 if default_path(backend) == "zygote" else 1)
     assert _grader_processes(backend)
     env.close()
     assert not warm_pools(backend)
@@ -392,7 +417,7 @@ def _settled(backend: Backend, before: set[str], timeout: float = 30) -> set[str
 
 
 def test_a_burst_of_grades_takes_a_fresh_pre_started_grader_each(
-        backend: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        pool_path: None, backend: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     burst = 3
     monkeypatch.setattr(backend, "warm_graders", burst)
     close_warm_graders(backend)
@@ -421,7 +446,7 @@ def test_a_burst_of_grades_takes_a_fresh_pre_started_grader_each(
     assert not _settled(backend, before)
 
 
-def test_the_pool_follows_its_users(backend: Backend, tmp_path: Path,
+def test_the_pool_follows_its_users(pool_path: None, backend: Backend, tmp_path: Path,
                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """Sized by the users expecting a grade, capped by the backend's ``warm_graders``; one
     user's close leaves the others' graders waiting; the last one's closes the pool."""
@@ -449,7 +474,7 @@ def test_the_pool_follows_its_users(backend: Backend, tmp_path: Path,
         third.expect()
 
 
-def test_a_grader_nobody_expects_is_stopped_once_idle(backend: Backend, tmp_path: Path,
+def test_a_grader_nobody_expects_is_stopped_once_idle(pool_path: None, backend: Backend, tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(backend, "warm_idle_sec", 1.0)
     close_warm_graders(backend)
@@ -467,7 +492,7 @@ def test_a_grader_nobody_expects_is_stopped_once_idle(backend: Backend, tmp_path
     assert not _settled(backend, before)
 
 
-def test_closing_one_env_keeps_the_graders_another_env_waits_for(backend: Backend) -> None:
+def test_closing_one_env_keeps_the_graders_another_env_waits_for(pool_path: None, backend: Backend) -> None:
     """Two mesh envs of one backend: each reset pre-starts a grader; closing the first leaves
     the second's waiting, and its grade finds it warm."""
     pytest.importorskip("trimesh", reason="the mesh extra is not installed")

@@ -21,7 +21,8 @@ import functools
 import platform
 import struct
 
-__all__ = ["DENIED_IOCTLS", "DENIED_SYSCALLS", "seccomp_program"]
+__all__ = ["DENIED_IOCTLS", "DENIED_SYSCALLS", "NESTED_ALLOWED", "nested_seccomp_program",
+           "seccomp_program"]
 
 _LD_W_ABS = 0x20
 _JEQ_K = 0x15
@@ -55,6 +56,9 @@ _DENIED = {
 }
 DENIED_SYSCALLS = frozenset(_DENIED)
 """Names of the system calls that answer EPERM (the docker backend's profile uses them)."""
+NESTED_ALLOWED = frozenset({"mount", "unshare"})
+"""What the looser filter of a grader zygote's sandbox allows besides (it never runs agent code;
+each grade it forks enters its own namespaces and installs :func:`seccomp_program` on top)."""
 _CLONE3 = (435, 435)
 _IOCTL = (16, 29)
 _ARCH = {"x86_64": (0, 0xC000003E), "aarch64": (1, 0xC00000B7)}
@@ -64,14 +68,24 @@ def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
     return struct.pack("=HBBI", code, jt, jf, k)
 
 
-@functools.cache
 def seccomp_program() -> bytes:
     """The filter for this machine's architecture, as bytes for ``bwrap --seccomp``."""
+    return _program(DENIED_SYSCALLS)
+
+
+def nested_seccomp_program() -> bytes:
+    """The filter of a grader zygote's sandbox: :func:`seccomp_program` but for
+    :data:`NESTED_ALLOWED`."""
+    return _program(DENIED_SYSCALLS - NESTED_ALLOWED)
+
+
+@functools.cache
+def _program(names: frozenset[str]) -> bytes:
     machine = platform.machine()
     if machine not in _ARCH:
         raise RuntimeError(f"no seccomp filter for architecture {machine}")
     col, audit_arch = _ARCH[machine]
-    denied = sorted(numbers[col] for numbers in _DENIED.values())
+    denied = sorted(_DENIED[name][col] for name in names)
     deny = _ERRNO | errno.EPERM
     prog = [
         _insn(_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch

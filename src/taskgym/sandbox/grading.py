@@ -46,15 +46,18 @@ class GraderRun:
     usage: ResourceUsage
     records: list[dict[str, Any]] = field(default_factory=list)
     """The nonce-tagged JSON objects the grader reported, in order."""
+    path: str = "cold"
+    """Where it ran: ``cold`` (a sandbox started for it), ``pool`` (a pre-started one) or
+    ``zygote`` (forked by the kind's grader zygote); see :mod:`taskgym.sandbox.warm`."""
 
     def final(self, key: str = "final") -> dict[str, Any] | None:
         """The first record whose ``key`` is true, else ``None``."""
         return next((r for r in self.records if r.get(key)), None)
 
-    def costs(self) -> dict[str, float]:
-        """Its wall-clock and CPU seconds, as a reward's details."""
+    def costs(self) -> dict[str, float | str]:
+        """Its wall-clock and CPU seconds and :attr:`path`, as a reward's details."""
         return {"verifier_seconds": round(self.result.duration_sec, 3),
-                "verifier_cpu_seconds": round(self.usage.cpu_sec, 3)}
+                "verifier_cpu_seconds": round(self.usage.cpu_sec, 3), "grader_path": self.path}
 
     def log(self, limit: int = 4000) -> str:
         """The tail of the grader's output, for the reward's details."""
@@ -113,11 +116,13 @@ def run_grader(backend: Backend, spec: SandboxSpec, argv: list[str], *, seed: Pa
         reader.start()
         fds = [int(v) for v in env.values()]
         warm = preload is not None and not pass_fds and pool_size(backend) > 0 and _can_prestart(backend)
+        path = "cold"
         try:
             if warm:
                 assert preload is not None
-                result, usage = run_warm(backend, spec, argv, preload, seed=seed, timeout=timeout,
-                                         fds={name: int(v) for name, v in env.items()})
+                result, usage, path = run_warm(backend, spec, argv, preload, seed=seed,
+                                               timeout=timeout,
+                                               fds={name: int(v) for name, v in env.items()})
             else:
                 spec = spec.model_copy(update={"env": {**spec.env, **env}})
                 result, usage = backend.run(spec, argv, seed=seed, timeout=timeout,
@@ -129,7 +134,7 @@ def run_grader(backend: Backend, spec: SandboxSpec, argv: list[str], *, seed: Pa
     finally:
         for fd in opened:
             os.close(fd)
-    return GraderRun(result, usage, records)
+    return GraderRun(result, usage, records, path)
 
 
 def _can_prestart(backend: Backend) -> bool:

@@ -7,7 +7,9 @@ before any agent data existed in it; at grade time the host copies the workspace
 "go" message carrying the grade's descriptors (nonce, report, secrets, stdout, stderr) over
 the channel, waits for the script to exit and destroys the sandbox. Each pre-started sandbox
 serves exactly one grade, so the fresh-sandbox guarantee holds (docs/security.md, "Warm
-graders"); what it saves is the import's wall time, not its CPU.
+graders"); what it saves is the import's wall time, not its CPU. On the local backend a grade
+is instead forked by the kind's grader zygote (:mod:`taskgym.sandbox.local.zygote`), which
+imported once per process; the pool is its fallback and the only path on docker.
 
 A pool per (backend, spec, command), for the :data:`MAX_KINDS` most recently used kinds, is
 sized by demand: its users (:class:`Lease`: an env holds one for its grader's kind) each count
@@ -45,7 +47,7 @@ from taskgym.sandbox.config import warm_graders_default
 from taskgym.sandbox.output import decode_capped
 
 __all__ = ["MAX_KINDS", "STUB_MOUNT", "Lease", "WarmPool", "close_warm_graders", "pool_size",
-           "prestart", "run_warm", "warm_pools"]
+           "run_warm", "warm_pools"]
 
 STUB_DIR = Path(__file__).parent / "inside"
 STUB_MOUNT = "/.taskgym-warm"
@@ -278,14 +280,6 @@ def stub_command(spec: SandboxSpec, argv: Sequence[str], preload: Sequence[str]
     return spec, [argv[0], *options, f"{STUB_MOUNT}/warm_grader.py", ",".join(preload), *rest]
 
 
-def prestart(backend: Backend, spec: SandboxSpec, argv: Sequence[str], preload: Sequence[str]) -> None:
-    """Begin pre-starting graders of this kind now (e.g. at reset, so that the import overlaps
-    the agent's episode); a no-op when the pool is full or disabled."""
-    if pool_size(backend):
-        pool = _pool(backend, *stub_command(spec, argv, preload))
-        pool.refill(wanted(pool))
-
-
 def warm_pools(backend: Backend | None = None) -> list[WarmPool]:
     """The live pools (of ``backend``, or all)."""
     with _LOCK:
@@ -294,6 +288,9 @@ def warm_pools(backend: Backend | None = None) -> list[WarmPool]:
 
 def close_warm_graders(backend: Backend | None = None) -> None:
     """Close the pre-started graders of ``backend`` (of every backend when ``None``)."""
+    from taskgym.sandbox.local.zygote import close_zygotes
+
+    close_zygotes(backend)
     with _LOCK:
         keys = [k for k, p in _POOLS.items() if backend is None or p.backend is backend]
         pools = [_POOLS.pop(k) for k in keys]
@@ -305,9 +302,10 @@ class Lease:
     """One user's hold on the warm graders of a kind (an env's, for its episodes' grades).
 
     While the lease is open the pool of its kind lives; while it expects a grade
-    (:meth:`expect`) it counts one towards the graders the pool keeps waiting. :meth:`close`
-    (at the env's close) shrinks the pool to the other users' counts, or closes it when no
-    user is left."""
+    (:meth:`expect`) it counts one towards the graders the pool keeps waiting, or, where the
+    kind's zygote serves it (local), boots that zygote instead. :meth:`close` (at the env's
+    close) shrinks the pool to the other users' counts, or closes it and the kind's zygote
+    when no user is left."""
 
     def __init__(self, backend: Backend, spec: SandboxSpec, argv: Sequence[str],
                  preload: Sequence[str]) -> None:
@@ -324,7 +322,8 @@ class Lease:
         return self.key == _key(backend, *stub_command(spec, argv, preload))
 
     def expect(self) -> None:
-        """An episode began that will grade: count it, and boot graders up to the count."""
+        """An episode began that will grade: count it, and boot the kind's zygote (local),
+        else graders up to the count."""
         with _LOCK:
             if self not in _USERS.get(self.key, ()):
                 raise SandboxError("this warm-grader lease is closed")
@@ -332,7 +331,10 @@ class Lease:
         if pool_size(self.backend):
             pool = _pool(self.backend, self.spec, self.command)
             pool.used = time.monotonic()
-            pool.refill(wanted(pool))
+            from taskgym.sandbox.local.zygote import start_zygote
+
+            if not start_zygote(self.backend, pool.spec, pool.argv, pool.version()):
+                pool.refill(wanted(pool))
 
     def settle(self) -> None:
         """The episode's grade begins (or the episode ended): it no longer counts."""
@@ -350,6 +352,10 @@ class Lease:
                 _USERS.pop(self.key, None)
             pool = _POOLS.pop(self.key, None) if last else _POOLS.get(self.key)
         self.expecting = False
+        if last:
+            from taskgym.sandbox.local.zygote import close_zygote
+
+            close_zygote(self.backend, self.spec, self.command)
         if pool is not None:
             if last:
                 pool.close()
@@ -391,17 +397,22 @@ atexit.register(close_warm_graders)
 
 def run_warm(backend: Backend, spec: SandboxSpec, argv: Sequence[str], preload: Sequence[str], *,
              seed: Path | None, timeout: float, fds: Mapping[str, int]
-             ) -> tuple[ExecResult, ResourceUsage]:
-    """Run ``argv`` in a pre-started grader (one started now when none is ready): copy ``seed``
-    in, send ``spec.env`` and the descriptors ``fds`` (name -> host descriptor; the script
-    finds each number in the variable of that name), collect its output, destroy it."""
+             ) -> tuple[ExecResult, ResourceUsage, str]:
+    """Run ``argv`` in a grade forked by the kind's zygote (:mod:`taskgym.sandbox.local.zygote`)
+    or else in a pre-started grader (one started now when none is ready): copy ``seed`` in,
+    send ``spec.env`` and the descriptors ``fds`` (name -> host descriptor; the script finds
+    each number in the variable of that name), collect its output, destroy it. The third
+    value says which ran: ``zygote`` or ``pool``."""
     began = time.monotonic()
     deadline = began + timeout
     stub_spec, command = stub_command(spec, argv, preload)
     pool = _pool(backend, stub_spec, command)
     version = pool.version()
-    entry = pool.take(version)
-    started: Prestarted | None = None
+    from taskgym.sandbox.local.zygote import fork_grade
+
+    started: Prestarted | None = fork_grade(backend, stub_spec, command, version, spec, deadline)
+    path = "pool" if started is None else "zygote"
+    entry = pool.take(version) if started is None else None
     if entry is not None:
         with contextlib.suppress(SandboxError):
             started = entry.claim(deadline)
@@ -415,8 +426,9 @@ def run_warm(backend: Backend, spec: SandboxSpec, argv: Sequence[str], preload: 
         raise SandboxError(f"could not hand the grade to the pre-started grader: {exc}") from exc
     finally:
         started.close()
-        pool.refill(wanted(pool))
-    return result, usage
+        if path == "pool":
+            pool.refill(wanted(pool))
+    return result, usage, path
 
 
 def _go(started: Prestarted, spec: SandboxSpec, seed: Path | None, deadline: float,

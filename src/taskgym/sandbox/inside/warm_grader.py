@@ -29,7 +29,7 @@ import time
 import traceback
 
 
-def _connect() -> socket.socket:
+def connect() -> socket.socket:
     if "TASKGYM_WARM_FD" in os.environ:
         fd = int(os.environ.pop("TASKGYM_WARM_FD"))
         return socket.socket(fileno=fd)
@@ -52,7 +52,7 @@ def main() -> None:
     os.dup2(null, 1)
     os.dup2(null, 2)
     os.close(null)
-    channel = _connect()
+    channel = connect()
     folder = os.path.dirname(os.path.abspath(script))
     sys.path.insert(0, folder)
     try:
@@ -63,6 +63,12 @@ def main() -> None:
         os._exit(1)
     sys.path.remove(folder)  # the script adds its own folder, as when run cold
     channel.send(b"ready")
+    run_once(channel, script, args)
+
+
+def run_once(channel: socket.socket, script: str, args: list[str]) -> None:
+    """Receive the go message on ``channel``, close it, and run ``script`` as ``__main__``
+    (step 2 and 3 above; the grader zygote's grades run this too)."""
     data, fds, _flags, _addr = socket.recv_fds(channel, 1 << 16, 64)
     channel.close()
     if not data:

@@ -15,7 +15,7 @@ from taskgym.sandbox.base import SandboxSpec
 from taskgym.sandbox.host_python import host_python_view
 from taskgym.sandbox.procs import SANDBOX_UID
 
-__all__ = ["bwrap_argv", "etc_files", "memfd", "system_binds"]
+__all__ = ["NESTED_PROC", "bwrap_argv", "etc_files", "memfd", "system_binds"]
 
 _PASSWD = "root:x:0:0:root:/root:/usr/sbin/nologin\nagent:x:1000:1000:agent:/tmp:/bin/bash\n"
 
@@ -59,6 +59,10 @@ def _host_python_args(spec: SandboxSpec) -> list[str]:
     return args
 
 
+NESTED_PROC = "/.taskgym-zproc"
+"""In a sandbox that may nest namespaces, the empty folder the host mounts a second proc on."""
+
+
 def system_binds() -> list[str]:
     """bwrap options that show the host's system read-only: ``/usr`` and the top folders
     (``/bin``, ``/lib``, ...) as the host has them, links or folders. Never ``/`` itself: its
@@ -75,11 +79,14 @@ def system_binds() -> list[str]:
 
 
 def bwrap_argv(bwrap: str, spec: SandboxSpec, info_fd: int, block_fd: int, seccomp_fd: int,
-               etc_fds: tuple[int, int], workspace: str | None = None) -> list[str]:
+               etc_fds: tuple[int, int], workspace: str | None = None,
+               nested: bool = False) -> list[str]:
     """The command line of ``bwrap`` for ``spec`` (no command yet); ``etc_fds`` hold the
     sandbox's ``/etc/passwd`` and ``/etc/group`` (:func:`etc_files`). The workspace is a
     tmpfs of ``disk_mb``, or the host folder ``workspace`` bound there (a capped subvolume:
-    :mod:`taskgym.sandbox.disk`)."""
+    :mod:`taskgym.sandbox.disk`). ``nested``: a grader zygote's sandbox
+    (:mod:`taskgym.sandbox.local.zygote`), which may create user namespaces and has the empty
+    folder :data:`NESTED_PROC`."""
     if not spec.workdir.startswith("/") or spec.workdir in ("/", "/usr", "/tmp", "/proc"):
         raise ConfigError(f"workdir must be a fresh absolute path, not {spec.workdir!r}")
     args = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--hostname", "sandbox",
@@ -107,6 +114,9 @@ def bwrap_argv(bwrap: str, spec: SandboxSpec, info_fd: int, block_fd: int, secco
         if not Path(host_path).exists():
             raise ConfigError(f"read-only bind source {host_path} does not exist")
         args += ["--ro-bind", host_path, inside]
+    if nested:
+        args.remove("--disable-userns")
+        args += ["--dir", NESTED_PROC]
     args += ["--remount-ro", "/", "--chdir", spec.workdir]
     for key, value in _base_env(spec).items():
         args += ["--setenv", key, value]

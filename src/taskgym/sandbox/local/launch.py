@@ -26,7 +26,7 @@ from taskgym.sandbox._commands import (
     encode_text,
     output_cap_note,
 )
-from taskgym.sandbox._seccomp import seccomp_program
+from taskgym.sandbox._seccomp import nested_seccomp_program, seccomp_program
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec
 from taskgym.sandbox.cleanup import reap_once, session_name
 from taskgym.sandbox.config import LocalConfig
@@ -113,30 +113,33 @@ class LocalBackend(Backend):
         return None
 
     def argv(self, spec: SandboxSpec, info_fd: int, block_fd: int, seccomp_fd: int,
-             etc_fds: tuple[int, int], workspace: str | None = None) -> list[str]:
+             etc_fds: tuple[int, int], workspace: str | None = None,
+             nested: bool = False) -> list[str]:
         """The bwrap command line for ``spec`` (:func:`~.command_line.bwrap_argv`)."""
-        return bwrap_argv(self._bwrap, spec, info_fd, block_fd, seccomp_fd, etc_fds, workspace)
+        return bwrap_argv(self._bwrap, spec, info_fd, block_fd, seccomp_fd, etc_fds, workspace,
+                          nested)
 
     def launch(
         self, spec: SandboxSpec, command: list[str], pass_fds: Sequence[int] = (),
-        stdout: int | None = None, workspace: str | None = None,
+        stdout: int | None = None, workspace: str | None = None, nested: bool = False,
     ) -> Launched:
         """Start bwrap around ``command`` with limits in place before it runs; its stdout is
         ``stdout`` when given, else a pipe; its workspace the host folder ``workspace`` when
-        given, else a tmpfs."""
+        given, else a tmpfs. ``nested``: a grader zygote's sandbox, which may nest namespaces
+        (a looser seccomp filter; :mod:`taskgym.sandbox.local.zygote`)."""
         opened: list[int] = []
         try:
             for _ in range(3):
                 opened += os.pipe()
             info_r, info_w, block_r, block_w, seccomp_r, seccomp_w = opened
-            os.write(seccomp_w, seccomp_program())
+            os.write(seccomp_w, nested_seccomp_program() if nested else seccomp_program())
             os.close(seccomp_w)
             opened.remove(seccomp_w)
             for arg in command:
                 encode_text(arg, "the command")
             etc = etc_files()
             opened += etc
-            bwrap, *options = self.argv(spec, info_w, block_r, seccomp_r, etc, workspace)
+            bwrap, *options = self.argv(spec, info_w, block_r, seccomp_r, etc, workspace, nested)
             args_fd = memfd(b"".join(encode_text(option, "a sandbox option") + b"\0"
                                       for option in options))
         except BaseException as exc:

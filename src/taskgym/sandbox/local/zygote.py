@@ -1,0 +1,431 @@
+"""Grader zygotes (local backend): import a grader's libraries once per host process, fork
+each grade into fresh namespaces of its own.
+
+A zygote is ``inside/grader_zygote.py`` in a bubblewrap sandbox of the grader's spec that
+never sees agent data; it differs from an ordinary sandbox in two ways only, both needed to
+nest namespaces: bwrap does not disable user namespaces in it, and its seccomp filter allows
+``mount`` and ``unshare`` (:func:`~taskgym.sandbox._seccomp.nested_seccomp_program`). At boot
+the host mounts a proc of the zygote's pid namespace on the empty folder
+:data:`~taskgym.sandbox.local.command_line.NESTED_PROC` (through ``nsenter``), because the
+kernel lets a new user namespace mount a proc only while a fully visible one exists, and
+bwrap's own ``/proc`` has read-only folders over it. For a grade, the host hands the zygote a
+new socket; the zygote forks, and the fork enters a new user, mount, pid, ipc, net and uts
+namespace, becomes pid 1 of it, mounts fresh tmpfs folders over every writable place and a
+read-only proc, drops every capability, sets no_new_privs and installs the ordinary seccomp
+filter, and only then says ``ready``. The host reads its pid from the socket's credentials,
+moves it into a cgroup of its own (the grade's memory, pid and CPU limits), copies the
+workspace in, and sends the go message as :mod:`taskgym.sandbox.warm` does. See
+docs/security.md, "Warm graders".
+
+``TASKGYM_GRADER_ZYGOTE=0`` turns zygotes off (grades then use the warm pool). A zygote that
+cannot start (user namespaces refused, ``nsenter`` missing, a library that starts threads)
+marks its kind broken for the process; its grades use the pool, and say so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import select
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from taskgym.errors import SandboxError
+from taskgym.sandbox import _fs
+from taskgym.sandbox._cgroups import CgroupLimits, rlimit_fallback
+from taskgym.sandbox._commands import CONTROL_DIR, CONTROL_MB
+from taskgym.sandbox._seccomp import seccomp_program
+from taskgym.sandbox.base import Backend, Prestarted, ResourceUsage, SandboxSpec
+from taskgym.sandbox.cleanup import session_name
+from taskgym.sandbox.local.command_line import NESTED_PROC
+from taskgym.sandbox.os_errors import resource_error
+
+if TYPE_CHECKING:
+    from taskgym.sandbox.local.launch import Launched, LocalBackend
+
+__all__ = ["GraderZygote", "ZygoteGrade", "close_zygote", "close_zygotes", "enabled", "fork_grade",
+           "live_zygotes", "start_zygote", "zygote_command"]
+
+BOOT_SEC = 300.0
+"""Longest a zygote may take to import its modules."""
+READY_SEC = 30.0
+"""Longest a forked grade may take to enter its namespaces."""
+SHM_BYTES = 64 << 20
+"""The size of a grade's /dev/shm (as bwrap's in an ordinary sandbox)."""
+_UCRED = struct.Struct("iII")
+
+
+def enabled() -> bool:
+    """Whether grades may use zygotes: ``TASKGYM_GRADER_ZYGOTE`` is not ``0``."""
+    return os.environ.get("TASKGYM_GRADER_ZYGOTE", "1") != "0"
+
+
+def zygote_command(argv: list[str]) -> list[str]:
+    """The zygote's command for a warm grader's stub command (the same arguments)."""
+    return [a.replace("/warm_grader.py", "/grader_zygote.py") if a.endswith("/warm_grader.py")
+            else a for a in argv]
+
+
+class GraderZygote:
+    """One zygote: ``argv`` (:func:`zygote_command`) in a nested-capable sandbox of ``spec``."""
+
+    def __init__(self, backend: LocalBackend, spec: SandboxSpec, argv: list[str], version: str) -> None:
+        self.backend = backend
+        self.spec = spec
+        self.argv = argv
+        self.version = version
+        self.done = threading.Event()
+        self.error = ""
+        self.launched: Launched | None = None
+        self.channel: socket.socket | None = None
+        self.lock = threading.Lock()
+        self.closed = False
+
+    def boot(self) -> None:
+        """Start the sandbox, mount its second proc, wait for the imports (run in the thread
+        that lives as long as the process: the sandbox dies with the thread that started it)."""
+        try:
+            self._boot()
+        except Exception as exc:
+            self.error = f"the grader zygote could not start: {exc}"
+            self.close()
+        finally:
+            self.done.set()
+
+    def _boot(self) -> None:
+        nsenter = shutil.which("nsenter")
+        if nsenter is None:
+            raise SandboxError("nsenter (util-linux) is not installed")
+        host, inner = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            env = {**self.spec.env, "TASKGYM_WARM_FD": str(inner.fileno()),
+                   "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+            self.launched = self.backend.launch(self.spec.model_copy(update={"env": env}), self.argv,
+                                                [inner.fileno()], stdout=subprocess.DEVNULL,
+                                                nested=True)
+        finally:
+            inner.close()
+        self.channel = host
+        host.settimeout(BOOT_SEC)
+        if host.recv(16) != b"up":
+            raise SandboxError("it exited before it started")
+        mount = subprocess.run(
+            [nsenter, "--target", str(self.launched.init_pid), "--mount", "--pid", "--root", "--",
+             "mount", "-t", "proc", "-o", "nosuid,nodev,noexec", "proc", NESTED_PROC],
+            env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=30, check=False)
+        if mount.returncode != 0:
+            raise SandboxError(f"could not mount its proc: {mount.stderr.strip()}")
+        host.send(b"mounted")
+        reply = host.recv(1 << 16)
+        host.settimeout(None)
+        if reply != b"ready":
+            raise SandboxError(reply.removeprefix(b"error ").decode(errors="replace")[-2000:]
+                               or "it exited")
+
+    @property
+    def alive(self) -> bool:
+        return (not self.closed and self.launched is not None
+                and self.launched.proc.poll() is None)
+
+    def fork(self, grade_spec: SandboxSpec, deadline: float) -> ZygoteGrade:
+        """A grade forked into fresh namespaces, ready for its workspace and go message."""
+        if not self.done.wait(max(0.0, deadline - time.monotonic())):
+            raise SandboxError("the grader zygote was not ready in time")
+        if not self.alive or self.channel is None:
+            raise SandboxError(self.error or "the grader zygote died")
+        mounts = [[grade_spec.workdir, grade_spec.disk_mb << 20], ["/tmp", grade_spec.tmp_mb << 20],
+                  ["/dev/shm", SHM_BYTES], [CONTROL_DIR, CONTROL_MB << 20],
+                  *([path, grade_spec.tmp_mb << 20] for path in grade_spec.writable_dirs)]
+        request = json.dumps({"mounts": mounts, "seccomp": seccomp_program().hex()}).encode()
+        host, inner = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            host.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+            with self.lock:
+                socket.send_fds(self.channel, [request], [inner.fileno()])
+            inner.close()
+            pid, fork_cpu = _await_ready(host, min(deadline, time.monotonic() + READY_SEC))
+            return ZygoteGrade(host, pid, grade_spec, fork_cpu)
+        except OSError as exc:
+            host.close()
+            raise SandboxError(f"the grader zygote could not fork a grade: {exc}") from exc
+        except BaseException:
+            host.close()
+            raise
+        finally:
+            inner.close()
+
+    def close(self) -> None:
+        self.closed = True
+        launched, self.launched = self.launched, None
+        if self.channel is not None:
+            with contextlib.suppress(OSError):
+                self.channel.close()
+        if launched is not None:
+            launched.kill()
+            launched.reap()
+            launched.close()
+
+
+def _await_ready(host: socket.socket, deadline: float) -> tuple[int, float]:
+    """The grade's pid (from the credentials of its ``ready``) and the zygote's CPU to fork it."""
+    pid, fork_cpu = 0, 0.0
+    while not pid:
+        host.settimeout(max(0.01, deadline - time.monotonic()))
+        try:
+            data, ancillary, _flags, _addr = host.recvmsg(1 << 16, socket.CMSG_SPACE(_UCRED.size))
+        except TimeoutError:
+            raise SandboxError("the forked grade did not enter its namespaces in time") from None
+        if data.startswith(b"forked "):
+            fork_cpu = float(data.split()[1])
+        elif data == b"ready":
+            creds = [d for level, kind, d in ancillary
+                     if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS]
+            if not creds:
+                raise SandboxError("the forked grade's ready carried no credentials")
+            pid = _UCRED.unpack(creds[0][:_UCRED.size])[0]
+        else:
+            why = data.removeprefix(b"error ").decode(errors="replace")[-2000:]
+            raise SandboxError(f"the forked grade could not enter its namespaces: {why or 'it exited'}")
+    host.settimeout(None)
+    return pid, fork_cpu
+
+
+def _readable(fd: int, timeout: float) -> bool:
+    """Whether ``fd`` (a pidfd: its process ended) is readable within ``timeout`` seconds
+    (poll, never select: descriptors past 1023 are ordinary here)."""
+    poll = select.poll()
+    poll.register(fd, select.POLLIN)
+    return bool(poll.poll(max(0.0, timeout) * 1000.0))
+
+
+class ZygoteGrade(Prestarted):
+    """One grade forked by a zygote, waiting for its go message (pid ``pid`` here)."""
+
+    def __init__(self, channel: socket.socket, pid: int, spec: SandboxSpec, fork_cpu: float) -> None:
+        self.spec = spec
+        self.pid = pid
+        self.fork_cpu = fork_cpu
+        self._report = channel  # the child between zygote and grade reports its exit here
+        self.pidfd = os.pidfd_open(pid)  # the grade waits for its go: the pid is its own
+        self.cgroup: CgroupLimits | None = None
+        try:
+            self.cgroup = CgroupLimits(session_name(), spec.memory_mb << 20, spec.pids, spec.cpus)
+            self.cgroup.add(pid)
+        except OSError:
+            if self.cgroup is not None:
+                self.cgroup.close()
+            self.cgroup = None
+            rlimit_fallback(pid, spec.memory_mb << 20, spec.pids)
+        self.channel = channel.dup()  # what warm's go closes
+
+    @property
+    def alive(self) -> bool:
+        return not _readable(self.pidfd, 0.0)
+
+    def copy_in(self, seed: Path) -> None:
+        try:
+            root = os.open(f"/proc/{self.pid}/root{self.spec.workdir}",
+                           os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise resource_error("could not reach the grade's workspace", exc) from exc
+        try:
+            _fs.copy_in(seed, root)
+        finally:
+            os.close(root)
+
+    def finish(self, timeout: float) -> tuple[int, bool, ResourceUsage]:
+        report, timed_out = self._wait_report(timeout)
+        if timed_out:
+            self._kill()
+            report, _ = self._wait_report(5.0)
+        self._wait_gone(5.0)
+        usage = ResourceUsage()
+        code = -1
+        if report is not None:
+            code = int(report["code"])
+            usage.cpu_sec = self.fork_cpu + float(report["cpu"])
+            usage.peak_memory_bytes = int(report["peak_bytes"])
+        if self.cgroup is not None:
+            usage.peak_memory_bytes = max(usage.peak_memory_bytes, self.cgroup.peak_memory())
+        self.close()
+        return code, timed_out, usage
+
+    def _wait_report(self, timeout: float) -> tuple[dict[str, float] | None, bool]:
+        """The exit report of the child between zygote and grade (``None`` when it ended
+        without one), and whether ``timeout`` passed first."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self._report.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                data = self._report.recv(1 << 16)
+            except TimeoutError:
+                return None, True
+            except OSError:
+                return None, False
+            if not data:
+                return None, False
+            if data.startswith(b"exit "):
+                report: dict[str, float] = json.loads(data[5:])
+                return report, False
+            if time.monotonic() >= deadline:
+                return None, True
+
+    def _kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, OSError):
+            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)  # pid 1: its namespace goes
+
+    def _wait_gone(self, timeout: float) -> None:
+        if not _readable(self.pidfd, timeout):
+            self._kill()
+            _readable(self.pidfd, timeout)
+
+    def close(self) -> None:
+        if self.pidfd < 0:
+            return
+        self._kill()
+        self._wait_gone(5.0)
+        os.close(self.pidfd)
+        self.pidfd = -1
+        for sock in (self.channel, self._report):
+            with contextlib.suppress(OSError):
+                sock.close()
+        if self.cgroup is not None:
+            self.cgroup.close()
+            self.cgroup = None
+
+
+_ZYGOTES: dict[tuple[int, str], GraderZygote] = {}
+_BROKEN: set[tuple[int, str]] = set()
+_LOCK = threading.Lock()
+_JOBS: queue.Queue[GraderZygote] = queue.Queue()
+_BOOTER: list[threading.Thread] = []
+_OWNER = [os.getpid()]
+
+
+def _forget_if_forked() -> None:
+    """In a process forked from the one that started them, the zygotes and the booting
+    thread are the parent's: start afresh (called with ``_LOCK`` held)."""
+    if _OWNER[0] != os.getpid():
+        _OWNER[0] = os.getpid()
+        _ZYGOTES.clear()
+        _BROKEN.clear()
+        _BOOTER.clear()
+
+
+def _booter() -> None:
+    while True:
+        zygote = _JOBS.get()
+        if not zygote.closed:
+            zygote.boot()
+        else:
+            zygote.done.set()
+
+
+def _usable(backend: Backend) -> bool:
+    from taskgym.sandbox.local.launch import LocalBackend
+
+    return enabled() and isinstance(backend, LocalBackend)
+
+
+def _get(backend: Backend, spec: SandboxSpec, argv: list[str], version: str) -> GraderZygote | None:
+    """The zygote of this kind (booting one when there is none or its code changed), or
+    ``None`` when zygotes are off or broken for it."""
+    if not _usable(backend):
+        return None
+    from taskgym.sandbox.local.launch import LocalBackend
+
+    assert isinstance(backend, LocalBackend)
+    command = zygote_command(argv)
+    key = _key(backend, spec, command)
+    stale = None
+    with _LOCK:
+        _forget_if_forked()
+        if key in _BROKEN:
+            return None
+        zygote = _ZYGOTES.get(key)
+        if zygote is not None and zygote.done.is_set() and (zygote.version != version or not zygote.alive):
+            if zygote.error:
+                _BROKEN.add(key)
+                _ZYGOTES.pop(key)
+                return None
+            stale, zygote = _ZYGOTES.pop(key), None
+        if zygote is None:
+            zygote = _ZYGOTES[key] = GraderZygote(backend, spec, command, version)
+            if not _BOOTER:
+                _BOOTER.append(threading.Thread(target=_booter, daemon=True, name="taskgym-zygote"))
+                _BOOTER[0].start()
+            _JOBS.put(zygote)
+    if stale is not None:
+        stale.close()
+    return zygote
+
+
+def _key(backend: Backend, spec: SandboxSpec, command: list[str]) -> tuple[int, str]:
+    return id(backend), json.dumps([spec.model_dump(mode="json"), command])
+
+
+def start_zygote(backend: Backend, spec: SandboxSpec, argv: list[str], version: str) -> bool:
+    """Begin booting the zygote of this kind (a no-op when it runs); whether zygotes serve it."""
+    return _get(backend, spec, argv, version) is not None
+
+
+def fork_grade(backend: Backend, spec: SandboxSpec, argv: list[str], version: str,
+               grade_spec: SandboxSpec, deadline: float) -> ZygoteGrade | None:
+    """A grade forked by the zygote of this kind; ``None`` when zygotes cannot serve it (off,
+    not the local backend, or the zygote failed: then the kind is marked broken)."""
+    zygote = _get(backend, spec, argv, version)
+    if zygote is None:
+        return None
+    try:
+        return zygote.fork(grade_spec, deadline)
+    except SandboxError as exc:  # fail safe: this kind uses the pool from now on
+        if not zygote.done.is_set():
+            return None  # still importing at the grade's deadline: not a failure of the zygote
+        zygote.error = zygote.error or str(exc)
+        with _LOCK:
+            keys = [k for k, z in _ZYGOTES.items() if z is zygote]
+            _BROKEN.update(keys)
+            for key in keys:
+                _ZYGOTES.pop(key)
+        zygote.close()
+        return None
+
+
+def live_zygotes(backend: Backend | None = None) -> list[int]:
+    """The host pids of the running zygotes (of ``backend``, or all): for tests and tools."""
+    with _LOCK:
+        zygotes = [z for z in _ZYGOTES.values() if backend is None or z.backend is backend]
+    return [z.launched.init_pid for z in zygotes if z.alive and z.launched is not None]
+
+
+def close_zygotes(backend: Backend | None = None) -> None:
+    """Close the zygotes of ``backend`` (of every backend when ``None``), and forget which of
+    its kinds failed (the next grade tries a zygote again)."""
+    with _LOCK:
+        keys = [k for k, z in _ZYGOTES.items() if backend is None or z.backend is backend]
+        zygotes = [_ZYGOTES.pop(k) for k in keys]
+        _BROKEN.difference_update([k for k in _BROKEN if backend is None or k[0] == id(backend)])
+    for zygote in zygotes:
+        zygote.closed = True
+        zygote.done.wait(30)
+        zygote.close()
+
+
+def close_zygote(backend: Backend, spec: SandboxSpec, argv: list[str]) -> None:
+    """Close the zygote of this kind, if one runs (when its last warm-grader lease closes)."""
+    with _LOCK:
+        _forget_if_forked()
+        zygote = _ZYGOTES.pop(_key(backend, spec, zygote_command(argv)), None)
+    if zygote is not None:
+        zygote.closed = True
+        zygote.done.wait(30)
+        zygote.close()
