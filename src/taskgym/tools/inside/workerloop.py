@@ -23,6 +23,7 @@ sandbox, with the standard library only.
 from __future__ import annotations
 
 import ctypes
+import gc
 import hmac
 import json
 import os
@@ -102,7 +103,8 @@ def serve(requests: int, replies: int, handle: Handler, warm: Callable[[], None]
                     raise ValueError("not a JSON object")
                 if not warmed:
                     warm()
-                    warmed = True
+                    gc.freeze()  # what the imports made is never traversed by a child's collector:
+                    warmed = True  # no copy-on-write of the pages it sits on
                 current, child = child or Child(channel, handle), None  # each child serves once
                 reply = well_formed(current.run(request))
             except Exception as exc:  # a bad request, or the imports failed: say so, keep serving
@@ -187,9 +189,11 @@ class Child:
         chunks = []
         timed_out = False
         with os.fdopen(self._reply_r, "rb") as pipe:
+            waiting = select.poll()
+            waiting.register(pipe.fileno(), select.POLLIN)
             while True:
                 left = deadline - time.monotonic()
-                if left <= 0 or not select.select([pipe], [], [], left)[0]:
+                if left <= 0 or not waiting.poll(left * 1000):
                     timed_out = True
                     break
                 chunk = os.read(pipe.fileno(), 65536)
