@@ -26,7 +26,8 @@ from taskgym.errors import SandboxError
 from taskgym.paths import envs_dir
 from taskgym.sandbox import Backend, SandboxSpec
 from taskgym.sandbox.grading import run_grader
-from taskgym.sandbox.warm import Lease, close_warm_graders, warm_pools
+from taskgym.sandbox.warm import close_warm_graders, warm_pools
+from taskgym.sandbox.warm_leases import Lease
 
 pytest.importorskip("cadquery", reason="the cad extra is not installed: pip install 'taskgym[cad]'")
 

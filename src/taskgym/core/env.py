@@ -57,7 +57,7 @@ from taskgym.sandbox.blocking import run_blocking
 from taskgym.sandbox.grading import Grader
 from taskgym.sandbox.os_errors import resource_error
 from taskgym.sandbox.spares import Spares
-from taskgym.sandbox.warm import Lease
+from taskgym.sandbox.warm_leases import Lease
 
 if TYPE_CHECKING:
     from typing import Self

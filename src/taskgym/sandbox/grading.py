@@ -29,7 +29,8 @@ from typing import Any
 
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec
 from taskgym.sandbox.cleanup import runtime_root
-from taskgym.sandbox.warm import pool_size, run_warm
+from taskgym.sandbox.warm import pool_size
+from taskgym.sandbox.warm_run import run_warm
 
 __all__ = ["Grader", "GraderRun", "REPORT_LIMIT", "run_grader"]
 
