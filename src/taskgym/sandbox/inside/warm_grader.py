@@ -30,6 +30,12 @@ import traceback
 
 
 def connect() -> socket.socket:
+    """The channel to the host, with this process's own output sent to /dev/null (a grade's
+    output descriptors come in the go message)."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.close(null)
     if "TASKGYM_WARM_FD" in os.environ:
         fd = int(os.environ.pop("TASKGYM_WARM_FD"))
         return socket.socket(fileno=fd)
@@ -48,10 +54,6 @@ def connect() -> socket.socket:
 
 def main() -> None:
     modules, script, *args = sys.argv[1:]
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 1)
-    os.dup2(null, 2)
-    os.close(null)
     channel = connect()
     folder = os.path.dirname(os.path.abspath(script))
     sys.path.insert(0, folder)
