@@ -14,6 +14,7 @@ import gymnasium as gym
 from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker
 
 from taskgym.core.env import TaskEnv
+from taskgym.core.wrappers import TaskMethods
 
 __all__ = ["LoopStepper", "Step", "Threads"]
 
@@ -98,12 +99,15 @@ class LoopStepper:
     @staticmethod
     def steppable(env: gym.Env[Any, Any]) -> TaskEnv | None:
         """``env``'s :class:`TaskEnv` when stepping it with ``astep`` does what ``env.step``
-        does: no wrapper but Gymnasium's order and first-step checks, both passed (a reset
-        done, the first step checked), and no ``step`` of its own; else ``None``."""
+        does: no wrapper but taskgym's :class:`~taskgym.core.wrappers.TaskMethods` and
+        Gymnasium's order and first-step checks, both passed (a reset done, the first step
+        checked), and no ``step`` of its own; else ``None``."""
         while isinstance(env, gym.Wrapper):
             if "step" in vars(env):
                 return None
-            if type(env) is OrderEnforcing:
+            if type(env) is TaskMethods:  # forwards to the env's own methods, step included
+                passed = True
+            elif type(env) is OrderEnforcing:
                 passed = env.has_reset
             elif type(env) is PassiveEnvChecker:
                 passed = env.checked_step
