@@ -155,10 +155,12 @@ def _settle_fds(quiet_sec: float = 2.0, limit_sec: float = 60.0) -> None:
 
 
 def _concurrent_episodes(n: int, warm_up: bool = False, run: Runner = asyncio.run,
-                         **make: Any) -> None:
+                         fd_slack: int = 0, **make: Any) -> None:
     """``n`` episodes at once on one loop: no error, and nothing left afterwards. With
     ``warm_up``, a first round fills what a backend keeps between episodes (the docker
-    backend's pool of ready containers, its engine connections), and the second is checked."""
+    backend's pool of ready containers, its engine connections), and the second is checked;
+    ``fd_slack`` descriptors may stay beyond the first round's (a bounded pool that the second
+    round's peak may have grown: fewer than ``n``, so a leak per episode still fails)."""
     errors: list[str] = []
 
     def one_round() -> None:
@@ -177,10 +179,10 @@ def _concurrent_episodes(n: int, warm_up: bool = False, run: Runner = asyncio.ru
     one_round()
     assert errors == []
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and (_children() - children or _fd_count() > fds):
+    while time.monotonic() < deadline and (_children() - children or _fd_count() > fds + fd_slack):
         time.sleep(0.1)
     assert _children() - children == set()
-    assert _fd_count() <= fds
+    assert _fd_count() <= fds + fd_slack
     assert _ours() - dirs == set()
 
 
@@ -344,9 +346,12 @@ def test_concurrent_astep_on_one_env_is_an_error_observation(run: Runner) -> Non
 @pytest.mark.docker
 @pytest.mark.slow
 def test_20_concurrent_async_episodes_on_docker() -> None:
+    from docker.constants import DEFAULT_MAX_POOL_SIZE
+
     from taskgym.sandbox.docker.session import LIVE_SESSIONS
 
-    _concurrent_episodes(20, warm_up=True, sandbox="docker")
+    # the engine client keeps up to DEFAULT_MAX_POOL_SIZE (10) idle connections for reuse
+    _concurrent_episodes(20, warm_up=True, fd_slack=DEFAULT_MAX_POOL_SIZE, sandbox="docker")
     assert not LIVE_SESSIONS
 
 
