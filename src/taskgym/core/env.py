@@ -116,13 +116,13 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
     """``"module:function"`` of ``function(name, seed, dest)``, which writes one complete task
     folder at ``dest``; cached generated tasks follow the sources of that module's folder."""
     generated_size: ClassVar[int] = 100
+    """How many seeds iterating a generated task set covers."""
     grader: ClassVar[str | None] = None
     """``"module:function"`` of ``function(task, image)`` giving the
     :class:`~taskgym.sandbox.grading.Grader` that :meth:`verify` grades with (``image``: the
     task's :meth:`container_image`), when it imports modules first: each reset then counts its
     episode in the warm graders of that kind, so that one waits when it grades
     (:mod:`taskgym.sandbox.warm`)."""
-    """How many seeds iterating a generated task set covers."""
     requires: ClassVar[tuple[str, ...]] = ()
     """Modules this process must be able to import to run the env."""
     local_requires: ClassVar[tuple[str, ...]] = ()
