@@ -115,6 +115,29 @@ def test_stop_kills_orphans_adopted_by_init(docker_backend: DockerBackend,
         assert (tmp_path / "out" / "f").read_text() == "kept\n"
 
 
+def test_a_pause_that_outlives_its_unpause_is_thawed(docker_backend: DockerBackend,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine can finish a pause after the client's unpause failed (seen under load in CI:
+    the next exec met "container is paused"); stopping the shell leaves the container running."""
+    with docker_backend.start(SandboxSpec()) as box:
+        assert isinstance(box, DockerSession)
+        api = box._container.api
+        unpause = api.unpause
+        failures = []
+
+        def unpause_failing_once(container: str) -> None:
+            if not failures:
+                failures.append(container)
+                raise RuntimeError("the engine did not answer in time")
+            unpause(container)
+
+        monkeypatch.setattr(api, "unpause", unpause_failing_once)
+        box.exec("sleep 777 &")
+        box.restore(box.snapshot())
+        assert failures and not api.inspect_container(box._container.id)["State"]["Paused"]
+        assert box.exec("echo thawed").stdout == "thawed\n"
+
+
 _HOLDER = """
 import sys, time
 from taskgym.sandbox import SandboxSpec

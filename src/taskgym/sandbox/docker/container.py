@@ -141,11 +141,27 @@ class Container:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, 9)
         finally:
-            with contextlib.suppress(Exception):
-                self.api.unpause(self.id)
+            self.thaw()
         deadline = time.monotonic() + 5
         while self.processes() and time.monotonic() < deadline:
             time.sleep(0.002)
+
+    def thaw(self) -> None:
+        """Unpause the container, retrying until the engine reports it running: a pause that
+        failed or timed out on the client side can still complete in the engine afterwards."""
+        deadline = time.monotonic() + 15
+        while True:
+            with contextlib.suppress(Exception):
+                self.api.unpause(self.id)
+            try:
+                if not self.api.inspect_container(self.id)["State"]["Paused"]:
+                    return
+            except Exception as exc:  # the container is gone: nothing is left paused
+                if getattr(getattr(exc, "response", None), "status_code", None) == 404:
+                    return
+            if time.monotonic() > deadline:
+                raise SandboxError(f"container {self.id[:12]} stays paused")
+            time.sleep(0.01)
 
     def clear_scratch(self) -> None:
         """Empty /tmp and /dev/shm, which a fresh local sandbox would also have empty."""
