@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import resource
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -191,3 +192,115 @@ def test_what_a_command_starts_cannot_reach_the_status_channel(backend: Backend)
             assert "opened ['/.taskgym/e/err', '/.taskgym/o/out', '/dev/null', 'pipe']" in (
                 result.stdout), result
             assert not result.restarted and result.exit_code == 0, result
+
+
+# -- forgeries by a process other than the shell -------------------------------------------
+# A process the command leaves behind writes, later, the exact line the host expects for a
+# later command: the tag (from `declare -f __ts`), a made-up status (42) and the number that
+# command will carry. The local shell's status socket is reachable through bash's saved copy
+# (fd 10 while a command runs), which a forked subshell inherits, and through duplicates made
+# before an exec; on docker the line travels in the exec's stdout and stderr.
+_FORGE = b"""
+import ctypes, os, stat, sys, time
+backend, tag, delay, seq = sys.argv[1], sys.argv[2].encode(), float(sys.argv[3]), int(sys.argv[4])
+if sys.argv[5:] == ["getfd"]:  # take the shell's own descriptors, as a debugger can
+    libc, shell = ctypes.CDLL(None, use_errno=True), os.getppid()
+    pidfd = os.pidfd_open(shell)
+    fds = [libc.syscall(438, pidfd, int(name), 0) for name in os.listdir(f"/proc/{shell}/fd")]
+else:
+    fds = [int(name) for name in os.listdir("/proc/self/fd")]
+if backend != "local":  # the markers travel in the exec's stdout and stderr
+    fds = [1, 2]
+time.sleep(delay)
+wrote = []
+for fd in fds:
+    try:
+        if backend == "local" and stat.S_ISSOCK(os.fstat(fd).st_mode):
+            os.write(fd, b"%s42 %d\\n" % (tag, seq))
+        elif backend != "local" and fd in (1, 2):
+            os.write(fd, b"\\n%s42 %d\\n" % (tag, seq) if fd == 1 else b"\\n%s%d\\n" % (tag, seq))
+        else:
+            continue
+        wrote.append(fd)
+    except OSError:
+        pass
+with open("forged.log", "a") as log:
+    log.write(f"{wrote}\\n")
+"""
+# each {forge} is `python3 forge.py <backend> "$t" <delay> <seq>`, {line} writes the line with
+# shell builtins on what the writer holds, {hold} gives a program the saved copy as its stdin
+# (local: bash keeps a duplicate of its close-on-exec copy close-on-exec, but not one made
+# for a command's stdin); all run as the session's first command (number 2)
+_LATER_FORGERS = {
+    "a background subshell, on the saved copy": "( sleep {delay}; {line} ) &",
+    "an exec'd python3 holding the saved copy": "( exec {forge} {hold} ) &",
+    "an exec'd sh holding the saved copy": "( exec sh -c 'sleep {delay}; {sh_line}' sh \"$t\" "
+                                           "{hold} ) &",
+    "a setsid daemon holding the saved copy": "setsid -f {forge} {hold}",
+    "a nohup'd job holding the saved copy": "nohup {forge} {hold} &",
+    "a child taking the shell's descriptors with pidfd_getfd": "{forge} getfd &",
+}
+
+
+def _line_writers(backend: str, seq: int) -> tuple[str, str]:
+    """Shell code writing the forged line for ``seq``: with the subshell's builtins on every
+    descriptor past 2 it holds (local) or on stdout and stderr (docker); and from ``sh`` on
+    its stdin, the saved copy (local), or on stdout and stderr."""
+    if backend == "local":
+        line = (f"for p in /proc/$BASHPID/fd/*; do fd=${{p##*/}}; [ $fd -gt 2 ] && "
+                f"[ $fd != 255 ] && printf '%s42 %d\\n' \"$t\" {seq} >&$fd && "
+                "echo $fd >> forged.log; done 2>/dev/null")
+        return line, f"printf \"%s42 %d\\n\" \"$1\" {seq} >&0 && echo 0 >> forged.log"
+    line = (f"printf '\\n%s42 %d\\n' \"$t\" {seq}; printf '\\n%s%d\\n' \"$t\" {seq} >&2; "
+            "echo 1 >> forged.log")
+    return line, (f"printf \"\\n%s42 %d\\n\" \"$1\" {seq}; printf \"\\n%s%d\\n\" \"$1\" {seq} >&2;"
+                  " echo 1 >> forged.log")
+
+
+# target: which command the line is forged for; the delay puts it while that command runs
+_TARGETS = {
+    "the next command, while it runs": (3, 0.5, False),
+    "the one after, while it runs": (4, 1.0, False),
+    "the next command, before it is sent": (3, 0.0, True),
+}
+
+
+@pytest.mark.escape
+@pytest.mark.parametrize("target", sorted(_TARGETS))
+@pytest.mark.parametrize("forger", sorted(_LATER_FORGERS))
+def test_no_other_process_can_forge_a_later_commands_status(
+        backend: Backend, forger: str, target: str) -> None:
+    """Only the shell itself can end a command: a forged line from any other process of the
+    sandbox is never taken as a later command's status (local: the socket's credentials name
+    the writer; the line is a protocol violation, so the shell restarts), and the session
+    goes on working."""
+    seq, delay, early = _TARGETS[target]
+    line, sh_line = _line_writers(backend.name, seq)
+    forge = f"python3 forge.py {backend.name} \"$t\" {delay} {seq}"
+    command = _LATER_FORGERS[forger]
+    hold = "0<&10" if backend.name == "local" else ""
+    for name, value in (("{forge}", forge), ("{delay}", str(delay)), ("{line}", line),
+                        ("{sh_line}", sh_line), ("{hold}", hold)):
+        command = command.replace(name, value)
+    command = _TAG + command + "\necho started"
+    with backend.start(SandboxSpec()) as session:
+        session.write_file("forge.py", _FORGE)
+        first = session.exec(command, timeout=10)  # number 2
+        assert first.exit_code == 0 and "started" in first.stdout, first
+        if early:
+            time.sleep(0.5)  # the forged line waits on the channel before the command is sent
+        if seq == 4:
+            assert session.exec("echo three", timeout=10).stdout == "three\n"
+        result = session.exec("sleep 2; echo slow", timeout=10)
+        assert result.exit_code != 42, f"a forged status was taken for the command: {result}"
+        if result.restarted:
+            assert "status channel" in result.stderr, result
+        else:
+            assert result.exit_code == 0 and result.stdout == "slow\n", result
+        results = [session.exec(f"echo next-{i}", timeout=10) for i in range(3)]
+        assert results[-1].stdout == "next-2\n" and not results[-1].restarted, (result, results)
+        assert all(not r.restarted or "status channel" in r.stderr for r in results), results
+        assert all(r.exit_code != 42 for r in results), results
+        log = session.read_file("forged.log").decode()
+        assert any(entry.strip("[] ") for entry in log.splitlines()), (
+            f"the forger wrote no line (the attack did not run): {log!r}")

@@ -39,6 +39,8 @@ from taskgym.sandbox.local.protocol import (
     output_full,
     parse_status,
     read_capped,
+    read_status,
+    status_socket,
 )
 from taskgym.sandbox.os_errors import resource_error
 from taskgym.sandbox.procs import children, sandbox_processes
@@ -86,6 +88,7 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
         self._ctl = -1
         self._status_sock: socket.socket | None = None
         self._seq = 0
+        self._shell_pid = 0  # the host pid of the shell, the one writer of status lines
         self._proc: Launched | None = None
         self._restart_pending = False
         self._driver = LoopDriver()
@@ -97,7 +100,7 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
     def _boot(self, seed_dir: Path | None, seed_fd: int | None) -> None:
         try:
             ctl_r, ctl_w = os.pipe()
-            status, shell_status = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            status, shell_status = status_socket()
         except OSError as exc:
             if "ctl_w" in locals():
                 os.close(ctl_r)
@@ -130,6 +133,7 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
         self._poll.register(self._status, select.POLLIN)
         self._driver.attach(self._status)
         self._seq = 1  # the number the next status line must carry (the host's count)
+        self._shell_pid = 0  # learnt from the ready line: nothing else runs in the sandbox yet
         fd = STATUS_FD
         # the script is read from bash's own close-on-exec copy of the control pipe (255):
         # the inherited one is closed, so no command can read (or write) the protocol
@@ -144,6 +148,9 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
             ready = self._send(bootstrap.encode() + b"__ts 1\n", 10.0)
             if ready.exit_code != 0 or ready.restarted:
                 raise SandboxError(f"the sandbox shell did not start: {ready.stderr}")
+            if self._shell_pid not in children(launched.init_pid):
+                raise SandboxError("the sandbox's ready line did not come from its shell "
+                                   f"(pid {self._shell_pid}); report this as a bug")
             proc_root = f"/proc/{launched.init_pid}/root"
             control = os.open(proc_root + CONTROL_DIR, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             try:
@@ -307,6 +314,8 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
         code: int | None = None
         timed_out = runaway = hung = dead = bad_status = False
         give_up: float | None = None
+        sock = self._status_sock
+        assert sock is not None
         try:
             _gil_held.write(self._ctl, script)
         except BrokenPipeError:
@@ -330,10 +339,15 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
                     runaway = True
                     yield functools.partial(kill_started, self._proc, since)
                 continue
-            chunk = _gil_held.read(self._status, 4096)
+            chunk, writer = read_status(sock)
             if not chunk:  # the shell is gone
                 dead = True
                 break
+            if writer != self._shell_pid:
+                if self._shell_pid or since is not None:  # another process wrote it
+                    bad_status = hung = True
+                    break
+                self._shell_pid = writer  # the ready line
             status += chunk
             try:
                 code = parse_status(status, self._tag, self._seq)
