@@ -201,7 +201,7 @@ def test_what_a_command_starts_cannot_reach_the_status_channel(backend: Backend)
 # (fd 10 while a command runs), which a forked subshell inherits, and through duplicates made
 # before an exec; on docker the line travels in the exec's stdout and stderr.
 _FORGE = b"""
-import ctypes, os, stat, sys, time
+import ctypes, os, socket, stat, struct, sys, time
 backend, tag, delay, seq = sys.argv[1], sys.argv[2].encode(), float(sys.argv[3]), int(sys.argv[4])
 if sys.argv[5:] == ["getfd"]:  # take the shell's own descriptors, as a debugger can
     libc, shell = ctypes.CDLL(None, use_errno=True), os.getppid()
@@ -216,7 +216,17 @@ wrote = []
 for fd in fds:
     try:
         if backend == "local" and stat.S_ISSOCK(os.fstat(fd).st_mode):
-            os.write(fd, b"%s42 %d\\n" % (tag, seq))
+            line = b"%s42 %d\\n" % (tag, seq)
+            if sys.argv[5:] == ["claim"]:  # credentials naming the shell (needs CAP_SYS_ADMIN)
+                cred = struct.pack("=iII", os.getppid(), os.getuid(), os.getgid())
+                try:
+                    with socket.socket(fileno=os.dup(fd)) as sock:
+                        sock.sendmsg([line], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, cred)])
+                    wrote.append("claimed")
+                    continue
+                except PermissionError:
+                    wrote.append("claim refused")
+            os.write(fd, line)
         elif backend != "local" and fd in (1, 2):
             os.write(fd, b"\\n%s42 %d\\n" % (tag, seq) if fd == 1 else b"\\n%s%d\\n" % (tag, seq))
         else:
@@ -239,13 +249,14 @@ _LATER_FORGERS = {
     "a setsid daemon holding the saved copy": "setsid -f {forge} {hold}",
     "a nohup'd job holding the saved copy": "nohup {forge} {hold} &",
     "a child taking the shell's descriptors with pidfd_getfd": "{forge} getfd &",
+    "a child claiming the shell's pid in its credentials": "{forge} claim {hold} &",
 }
 
 
 def _line_writers(backend: str, seq: int) -> tuple[str, str]:
     """Shell code writing the forged line for ``seq``: with the subshell's builtins on every
-    descriptor past 2 it holds (local) or on stdout and stderr (docker); and from ``sh`` on
-    its stdin, the saved copy (local), or on stdout and stderr."""
+    descriptor past 2 it holds (local: the saved copy) or on stdout and stderr (docker); and
+    from ``sh`` on its stdin, the saved copy (local), or on stdout and stderr."""
     if backend == "local":
         line = (f"for p in /proc/$BASHPID/fd/*; do fd=${{p##*/}}; [ $fd -gt 2 ] && "
                 f"[ $fd != 255 ] && printf '%s42 %d\\n' \"$t\" {seq} >&$fd && "
@@ -261,7 +272,7 @@ def _line_writers(backend: str, seq: int) -> tuple[str, str]:
 _TARGETS = {
     "the next command, while it runs": (3, 0.5, False),
     "the one after, while it runs": (4, 1.0, False),
-    "the next command, before it is sent": (3, 0.0, True),
+    "the next command, before it is sent": (3, 0.2, True),
 }
 
 
@@ -269,11 +280,17 @@ _TARGETS = {
 @pytest.mark.parametrize("target", sorted(_TARGETS))
 @pytest.mark.parametrize("forger", sorted(_LATER_FORGERS))
 def test_no_other_process_can_forge_a_later_commands_status(
-        backend: Backend, forger: str, target: str) -> None:
+        backend: Backend, forger: str, target: str, request: pytest.FixtureRequest) -> None:
     """Only the shell itself can end a command: a forged line from any other process of the
     sandbox is never taken as a later command's status (local: the socket's credentials name
     the writer; the line is a protocol violation, so the shell restarts), and the session
-    goes on working."""
+    goes on working. Docker: not closed (strict xfail, so that a fix shows), see
+    docs/security.md#the-shells-channels."""
+    if backend.name == "docker":
+        request.applymarker(pytest.mark.xfail(
+            strict=True, raises=AssertionError,
+            reason="docker: the status markers travel in the exec's stdout and stderr, which "
+                   "every process the shell starts holds; the writer's pid is lost in docker"))
     seq, delay, early = _TARGETS[target]
     line, sh_line = _line_writers(backend.name, seq)
     forge = f"python3 forge.py {backend.name} \"$t\" {delay} {seq}"
@@ -288,7 +305,7 @@ def test_no_other_process_can_forge_a_later_commands_status(
         first = session.exec(command, timeout=10)  # number 2
         assert first.exit_code == 0 and "started" in first.stdout, first
         if early:
-            time.sleep(0.5)  # the forged line waits on the channel before the command is sent
+            time.sleep(0.6)  # the forged line waits on the channel before the command is sent
         if seq == 4:
             assert session.exec("echo three", timeout=10).stdout == "three\n"
         result = session.exec("sleep 2; echo slow", timeout=10)
@@ -304,3 +321,20 @@ def test_no_other_process_can_forge_a_later_commands_status(
         log = session.read_file("forged.log").decode()
         assert any(entry.strip("[] ") for entry in log.splitlines()), (
             f"the forger wrote no line (the attack did not run): {log!r}")
+
+
+@pytest.mark.escape
+def test_the_shells_death_is_seen_while_other_processes_hold_the_channel(backend: Backend) -> None:
+    """A shell that exits is seen at once (its status, a restart) though processes it left
+    hold the status channel (local: a subshell holds bash's saved copy, daemons were handed it
+    as stdin; docker: they hold the exec's stdout and stderr): the host is never left waiting
+    for the end of a channel that they keep open."""
+    hold = "0<&10" if backend.name == "local" else ""
+    with backend.start(SandboxSpec()) as session:
+        first = session.exec(f"(sleep 60; true) & setsid -f sleep 60 {hold}; "
+                             f"nohup sleep 60 {hold} & echo started")
+        assert first.stdout == "started\n" and not first.restarted, first
+        result = session.exec("exit 7", timeout=30)
+        assert result.restarted and result.exit_code == 7, result
+        assert result.duration_sec < 5 and not result.timed_out, result
+        assert session.exec("echo back").stdout == "back\n"

@@ -26,8 +26,10 @@ CONTROL_MB = 4
 """Size of the control tmpfs; a command may take half of it."""
 STATUS_FD = 251
 """The shell's descriptor of its status channel (local backend): out of the way of what
-commands redirect, and closed for each command (``251>&-``), so what a command starts never
-holds it; bash keeps the saved copy close-on-exec and puts it back for ``__ts``."""
+commands redirect, and closed for each command (``251>&-``), so the programs a command starts
+see only descriptors 0-2; bash keeps the saved copy close-on-exec and puts it back for
+``__ts``. (What keeps other processes from writing a status line is the socket's credentials:
+see :class:`~taskgym.sandbox.local.session.LocalSession`.)"""
 SOURCE_TRIGGER = f". {CONTROL_DIR}/cmd".encode()
 """The start of the line that runs the command file (:func:`ending` follows)."""
 
@@ -98,8 +100,9 @@ STATUS_MAX = 64
 """A status line is shorter than this; anything longer on the channel is not one."""
 BAD_STATUS_NOTE = (
     "\n[the shell's status channel carried something other than its status line (the command "
-    "wrote on it, or changed the shell's status report): the shell was restarted; the "
-    "workspace is kept, the working folder, variables and background jobs are not]\n")
+    "or a process it started wrote on it, or the shell's status report was changed): the "
+    "shell was restarted; the workspace is kept, the working folder, variables and background "
+    "jobs are not]\n")
 
 
 class BadStatus(Exception):

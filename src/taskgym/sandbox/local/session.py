@@ -66,10 +66,18 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
     command now and then), so output is never lost to a full pipe. The shell's
     original stdout, a socket, carries only the line ``<tag><status> <sequence number>``
     that ends each command, so a step is one write and, most often, one wake-up to read
-    one line. Each command runs without it (``251>&-``) and a socket cannot be reopened
-    through ``/proc``; anything but the expected line restarts the shell. Commands read
-    /dev/null as stdin and the control pipe is open only as bash's close-on-exec script
-    descriptor, so nothing they start can consume the protocol.
+    one line. Only the shell itself can write that line: the host's end of the socket asks
+    for the writer's credentials (``SO_PASSCRED``), so the kernel stamps each write with the
+    pid of the process that made it (in the host's pid namespace) and never joins two
+    writers' bytes in one read; bytes from any pid but the shell's (learnt from the ready
+    line, when nothing else runs in the sandbox, and checked to be the child of bubblewrap's
+    init) are a protocol violation. A subshell holds bash's saved copy of the socket, and a
+    command can hand it to a program (``prog <&10``): neither can end a later command.
+    Anything but the expected line restarts the shell. Each command runs without the
+    socket's descriptor (``251>&-``), so the programs it starts see only 0-2, as in a
+    terminal, and a socket cannot be reopened through ``/proc``. Commands read /dev/null
+    as stdin and the control pipe is open only as bash's close-on-exec script descriptor,
+    so nothing they start can consume the protocol by accident.
     """
 
     def __init__(self, backend: LocalBackend, spec: SandboxSpec, seed: Path | None) -> None:
