@@ -3,7 +3,9 @@ implementation that loads here (the compiled helper, ctypes, and ``os`` itself).
 
 from __future__ import annotations
 
+import array
 import os
+import socket
 import tempfile
 from collections.abc import Iterator
 from types import SimpleNamespace
@@ -29,8 +31,8 @@ IMPLEMENTATIONS = _gil_held.implementations()
 
 @pytest.fixture(params=sorted(IMPLEMENTATIONS))
 def calls(request: pytest.FixtureRequest) -> SimpleNamespace:
-    write, read, pread = IMPLEMENTATIONS[request.param]
-    return SimpleNamespace(write=write, read=read, pread=pread)
+    write, read, pread, recv_pid = IMPLEMENTATIONS[request.param]
+    return SimpleNamespace(write=write, read=read, pread=pread, recv_pid=recv_pid)
 
 
 def test_the_compiled_helper_is_in_use() -> None:
@@ -87,3 +89,31 @@ def test_a_read_returns_at_most_one_chunk(calls: SimpleNamespace, pipe: tuple[in
         pass
     got = calls.read(r, 1_000_000)
     assert 0 < len(got) <= 65536 and set(got) == {ord("y")}
+
+
+def test_recv_pid_names_each_writer_and_drops_passed_descriptors(calls: SimpleNamespace) -> None:
+    host, peer = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with host, peer:
+        host.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        host.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            calls.recv_pid(host.fileno(), 4096)
+        child = os.fork()
+        if child == 0:  # another writer: its bytes come in a read of their own
+            os.write(peer.fileno(), b"from the child")
+            os._exit(0)
+        assert os.waitpid(child, 0)[1] == 0
+        peer.send(b"from the parent")
+        assert calls.recv_pid(host.fileno(), 4096) == (b"from the child", child)
+        assert calls.recv_pid(host.fileno(), 4096) == (b"from the parent", os.getpid())
+        held = len(os.listdir("/proc/self/fd"))
+        peer.sendmsg([b"fds"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                 array.array("i", [0, 1, 2]).tobytes())])
+        assert calls.recv_pid(host.fileno(), 4096) == (b"fds", os.getpid())
+        assert len(os.listdir("/proc/self/fd")) == held, "passed descriptors were installed"
+        peer.shutdown(socket.SHUT_WR)
+        assert calls.recv_pid(host.fileno(), 4096) == (b"", 0)
+    plain, other = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with plain, other:  # without SO_PASSCRED the kernel names no writer
+        other.send(b"x")
+        assert calls.recv_pid(plain.fileno(), 4096) == (b"x", 0)

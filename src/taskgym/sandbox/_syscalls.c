@@ -1,4 +1,4 @@
-/* write, read and pread that keep the GIL: see _gil_held.py for why.
+/* write, read, pread and recv_pid that keep the GIL: see _gil_held.py for why.
  *
  * Each call is one system call on a descriptor that cannot block (a short write into a
  * non-blocking pipe, a read of what poll() said is there, a read of a tmpfs file), so
@@ -6,11 +6,14 @@
  * it back. Errors raise OSError (BlockingIOError, BrokenPipeError...) as os.* does;
  * EINTR is retried. Reads return at most CHUNK bytes.
  */
+#define _GNU_SOURCE /* struct ucred */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include <errno.h>
 #include <limits.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #define CHUNK 65536
@@ -101,6 +104,52 @@ static PyObject *sys_pread(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return read_chunk(fd, size, (off_t)offset, 1);
 }
 
+/* recvmsg on a Unix socket with SO_PASSCRED: the data and the pid of its writer (0 if the
+ * kernel gave none). The room for ancillary data holds the credentials only: descriptors a
+ * writer passed do not fit, and the kernel closes them. */
+static PyObject *sys_recv_pid(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    int fd;
+    size_t size;
+    char buf[CHUNK];
+    union {
+        struct cmsghdr align;
+        char space[CMSG_SPACE(sizeof(struct ucred))];
+    } control;
+    struct iovec iov;
+    struct msghdr msg;
+    struct cmsghdr *cmsg;
+    struct ucred cred;
+    ssize_t got;
+    long pid = 0;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "recv_pid(fd, size) takes 2 arguments");
+        return NULL;
+    }
+    if (as_fd(args[0], &fd) < 0 || as_size(args[1], &size) < 0)
+        return NULL;
+    do {
+        iov.iov_base = buf;
+        iov.iov_len = size;
+        memset(&msg, 0, sizeof msg);
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.space;
+        msg.msg_controllen = sizeof control.space;
+        got = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+    } while (got < 0 && errno == EINTR);
+    if (got < 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    for (cmsg = CMSG_FIRSTHDR(&msg); cmsg != NULL; cmsg = CMSG_NXTHDR(&msg, cmsg)) {
+        if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_CREDENTIALS
+                && cmsg->cmsg_len >= CMSG_LEN(sizeof cred)) {
+            memcpy(&cred, CMSG_DATA(cmsg), sizeof cred);
+            pid = (long)cred.pid;
+            break;
+        }
+    }
+    return Py_BuildValue("(y#l)", buf, (Py_ssize_t)got, pid);
+}
+
 static PyMethodDef methods[] = {
     {"write", (PyCFunction)(void (*)(void))sys_write, METH_FASTCALL,
      "write(fd, data) -> bytes written, keeping the GIL."},
@@ -108,6 +157,9 @@ static PyMethodDef methods[] = {
      "read(fd, size) -> up to min(size, 64 KiB) bytes, keeping the GIL."},
     {"pread", (PyCFunction)(void (*)(void))sys_pread, METH_FASTCALL,
      "pread(fd, size, offset) -> up to min(size, 64 KiB) bytes, keeping the GIL."},
+    {"recv_pid", (PyCFunction)(void (*)(void))sys_recv_pid, METH_FASTCALL,
+     "recv_pid(fd, size) -> (up to min(size, 64 KiB) bytes, the writer's pid or 0), "
+     "keeping the GIL."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -8,7 +8,6 @@ import contextlib
 import os
 import signal
 import socket
-import struct
 import subprocess
 
 from taskgym.sandbox import _gil_held
@@ -28,10 +27,6 @@ REWIND_AT = 1 << 16
 """Output files are emptied before a command once this much has been read from them."""
 
 
-_UCRED = struct.Struct("=iII")  # struct ucred: pid, uid, gid
-_UCRED_SPACE = socket.CMSG_SPACE(_UCRED.size)
-
-
 def status_socket() -> tuple[socket.socket, socket.socket]:
     """The host's end and the shell's end of a new status channel. The host's end asks for the
     writer's credentials (``SO_PASSCRED``): the kernel then stamps every write with the pid of
@@ -46,15 +41,11 @@ def status_socket() -> tuple[socket.socket, socket.socket]:
     return host, shell
 
 
-def read_status(sock: socket.socket) -> tuple[bytes, int]:
-    """What is waiting on the host's end of a status channel (:func:`status_socket`; up to 4 kB,
-    empty once every writer is gone) and the pid, in the host's pid namespace, of the process
-    that wrote it (0 when the kernel gave none)."""
-    data, ancillary, _flags, _address = sock.recvmsg(4096, _UCRED_SPACE)
-    for level, kind, cred in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(cred) >= 12:
-            return data, _UCRED.unpack_from(cred)[0]
-    return data, 0
+def read_status(fd: int) -> tuple[bytes, int]:
+    """What is waiting on ``fd``, the host's end of a status channel (:func:`status_socket`; up
+    to 4 kB, empty once every writer is gone), and the pid, in the host's pid namespace, of
+    the process that wrote it (0 when the kernel gave none)."""
+    return _gil_held.recv_pid(fd, 4096)
 
 
 def parse_status(buf: bytes, tag: bytes, seq: int) -> int | None:

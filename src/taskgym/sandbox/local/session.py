@@ -322,8 +322,6 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
         code: int | None = None
         timed_out = runaway = hung = dead = bad_status = False
         give_up: float | None = None
-        sock = self._status_sock
-        assert sock is not None
         try:
             _gil_held.write(self._ctl, script)
         except BrokenPipeError:
@@ -347,7 +345,7 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
                     runaway = True
                     yield functools.partial(kill_started, self._proc, since)
                 continue
-            chunk, writer = read_status(sock)
+            chunk, writer = read_status(self._status)
             if not chunk:  # the shell is gone
                 dead = True
                 break
