@@ -1,8 +1,8 @@
 """Small system calls made while holding the GIL, for the step loop of a sandbox session.
 
-``os.write``, ``os.read`` and ``os.pread`` release the GIL around the call. For a call that
-cannot block (a few bytes into a pipe with room, a read of what ``poll`` said is there, a
-read of a tmpfs file) the release buys nothing, and with many threads stepping sandboxes
+``os.write``, ``os.pread`` and ``socket.recvmsg`` release the GIL around the call. For a call
+that cannot block (a few bytes into a pipe with room, a read of what ``poll`` said is there,
+a read of a tmpfs file) the release buys nothing, and with many threads stepping sandboxes
 each release is a hand-over: the thread must then queue to take the GIL back. A step makes
 four such calls and one real wait; made without releasing the GIL, only the wait hands
 it over.
@@ -24,11 +24,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["IMPLEMENTATION", "implementations", "pread", "read", "recv_pid", "write"]
+__all__ = ["IMPLEMENTATION", "implementations", "pread", "recv_pid", "write"]
 
 _CHUNK = 65536
-_Calls = tuple[Callable[[int, bytes], int], Callable[[int, int], bytes],
-               Callable[[int, int, int], bytes], Callable[[int, int], tuple[bytes, int]]]
+_Calls = tuple[Callable[[int, bytes], int], Callable[[int, int, int], bytes],
+               Callable[[int, int], tuple[bytes, int]]]
 _UCRED = struct.Struct("=iII")  # struct ucred: pid, uid, gid
 _CMSG_HEADER = struct.Struct("@Nii")  # struct cmsghdr: length, level, type
 _CONTROL = socket.CMSG_SPACE(_UCRED.size)
@@ -56,13 +56,11 @@ def _past_one_chunk(pread_chunk: Callable[[int, int, int], bytes]
 def _bind() -> _Calls | None:
     try:
         libc: Any = ctypes.PyDLL(None, use_errno=True)
-        c_write, c_read, c_pread = libc.write, libc.read, libc.pread
+        c_write, c_pread = libc.write, libc.pread
     except (OSError, AttributeError):
         return None
     c_write.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
     c_write.restype = ctypes.c_ssize_t
-    c_read.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t]
-    c_read.restype = ctypes.c_ssize_t
     c_pread.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int64]
     c_pread.restype = ctypes.c_ssize_t
 
@@ -81,16 +79,6 @@ def _bind() -> _Calls | None:
         if buf is None:
             buf = local.buf = ctypes.create_string_buffer(_CHUNK)
         return buf
-
-    def read_held(fd: int, size: int) -> bytes:
-        size = min(size, _CHUNK)
-        buf = buffer()
-        while True:
-            got = c_read(fd, buf, size)
-            if got >= 0:
-                return ctypes.string_at(buf, got)
-            if ctypes.get_errno() != errno.EINTR:
-                raise _errno_error()
 
     def pread_held(fd: int, size: int, offset: int) -> bytes:
         buf = buffer()
@@ -127,7 +115,7 @@ def _bind() -> _Calls | None:
             if ctypes.get_errno() != errno.EINTR:
                 raise _errno_error()
 
-    return write_held, read_held, _past_one_chunk(pread_held), recv_pid_held
+    return write_held, _past_one_chunk(pread_held), recv_pid_held
 
 
 def _pid_in(control: bytes) -> int:
@@ -165,23 +153,21 @@ def _compiled() -> _Calls | None:
         return None
     if not hasattr(_syscalls, "recv_pid"):  # built from an older source: rebuild it
         return None
-    return (_syscalls.write, _syscalls.read, _past_one_chunk(_syscalls.pread),
-            _syscalls.recv_pid)
+    return _syscalls.write, _past_one_chunk(_syscalls.pread), _syscalls.recv_pid
 
 
 def implementations() -> dict[str, _Calls]:
     """Every implementation that loads here, best first: ``c``, ``ctypes``, ``os``."""
     found: dict[str, _Calls | None] = {"c": _compiled(), "ctypes": _bind(),
-                                       "os": (os.write, os.read, os.pread, _recv_pid_os)}
+                                       "os": (os.write, os.pread, _recv_pid_os)}
     return {name: calls for name, calls in found.items() if calls is not None}
 
 
-IMPLEMENTATION, (write, read, pread, recv_pid) = next(iter(implementations().items()))
-"""Which implementation is in use (``c``, ``ctypes`` or ``os``); then the four calls:
+IMPLEMENTATION, (write, pread, recv_pid) = next(iter(implementations().items()))
+"""Which implementation is in use (``c``, ``ctypes`` or ``os``); then the three calls:
 
 ``write`` is ``os.write`` for a write that cannot block (a short write into a pipe with
-room); ``read`` is ``os.read`` (of at most 64 KiB) for a read that cannot block (after
-``poll`` said the data is there); ``pread`` is ``os.pread`` of a regular file, where past
-64 KiB the rest is read releasing the GIL; ``recv_pid`` is a ``recvmsg`` (of at most 64 KiB)
-on a Unix socket with ``SO_PASSCRED``, for a read that cannot block, returning the data and
-the pid of the process that wrote it (0 when the kernel gave none)."""
+room); ``pread`` is ``os.pread`` of a regular file, where past 64 KiB the rest is read
+releasing the GIL; ``recv_pid`` is a ``recvmsg`` (of at most 64 KiB) on a Unix socket with
+``SO_PASSCRED``, for a read that cannot block (after ``poll`` said the data is there),
+returning the data and the pid of the process that wrote it (0 when the kernel gave none)."""

@@ -1,4 +1,4 @@
-/* write, read, pread and recv_pid that keep the GIL: see _gil_held.py for why.
+/* write, pread and recv_pid that keep the GIL: see _gil_held.py for why.
  *
  * Each call is one system call on a descriptor that cannot block (a short write into a
  * non-blocking pipe, a read of what poll() said is there, a read of a tmpfs file), so
@@ -61,27 +61,15 @@ static PyObject *sys_write(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return PyLong_FromSsize_t(done);
 }
 
-static PyObject *read_chunk(int fd, size_t size, off_t offset, int positioned) {
+static PyObject *pread_chunk(int fd, size_t size, off_t offset) {
     char buf[CHUNK];
     ssize_t got;
     do {
-        got = positioned ? pread(fd, buf, size, offset) : read(fd, buf, size);
+        got = pread(fd, buf, size, offset);
     } while (got < 0 && errno == EINTR);
     if (got < 0)
         return PyErr_SetFromErrno(PyExc_OSError);
     return PyBytes_FromStringAndSize(buf, got);
-}
-
-static PyObject *sys_read(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    int fd;
-    size_t size;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "read(fd, size) takes 2 arguments");
-        return NULL;
-    }
-    if (as_fd(args[0], &fd) < 0 || as_size(args[1], &size) < 0)
-        return NULL;
-    return read_chunk(fd, size, 0, 0);
 }
 
 static PyObject *sys_pread(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -101,7 +89,7 @@ static PyObject *sys_pread(PyObject *self, PyObject *const *args, Py_ssize_t nar
         PyErr_SetString(PyExc_ValueError, "an offset must not be negative");
         return NULL;
     }
-    return read_chunk(fd, size, (off_t)offset, 1);
+    return pread_chunk(fd, size, (off_t)offset);
 }
 
 /* recvmsg on a Unix socket with SO_PASSCRED: the data and the pid of its writer (0 if the
@@ -153,8 +141,6 @@ static PyObject *sys_recv_pid(PyObject *self, PyObject *const *args, Py_ssize_t 
 static PyMethodDef methods[] = {
     {"write", (PyCFunction)(void (*)(void))sys_write, METH_FASTCALL,
      "write(fd, data) -> bytes written, keeping the GIL."},
-    {"read", (PyCFunction)(void (*)(void))sys_read, METH_FASTCALL,
-     "read(fd, size) -> up to min(size, 64 KiB) bytes, keeping the GIL."},
     {"pread", (PyCFunction)(void (*)(void))sys_pread, METH_FASTCALL,
      "pread(fd, size, offset) -> up to min(size, 64 KiB) bytes, keeping the GIL."},
     {"recv_pid", (PyCFunction)(void (*)(void))sys_recv_pid, METH_FASTCALL,
