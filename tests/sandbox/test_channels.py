@@ -199,8 +199,9 @@ def test_what_a_command_starts_cannot_reach_the_status_channel(backend: Backend)
 # A process the command leaves behind writes, later, the exact line the host expects for a
 # later command: the tag (from `declare -f __ts`), a made-up status (42) and the number that
 # command will carry. The local shell's status socket is reachable through bash's saved copy
-# (fd 10 while a command runs), which a forked subshell inherits, and through duplicates made
-# before an exec; on docker the line travels in the exec's stdout and stderr.
+# (fd 10 while a command runs), which a forked subshell inherits, which a command can give a
+# program as its stdin (`prog <&10`), and which a child can take with pidfd_getfd; on docker
+# the line travels in the exec's stdout and stderr.
 _FORGE = b"""
 import ctypes, os, socket, stat, struct, sys, time
 backend, tag, delay, seq = sys.argv[1], sys.argv[2].encode(), float(sys.argv[3]), int(sys.argv[4])
