@@ -17,7 +17,7 @@ import taskgym
 from taskgym.core.env import TaskEnv
 from taskgym.errors import SandboxError
 from taskgym.sandbox import Backend, SandboxSpec, Session
-from taskgym.sandbox.cleanup import leftovers, owner_alive, reap, runtime_root
+from taskgym.sandbox.cleanup import leftovers, memory_root, owner_alive, reap, runtime_root
 from taskgym.sandbox.procs import children
 
 pytestmark = pytest.mark.sandbox
@@ -81,8 +81,10 @@ def manifest(session: Session) -> dict[str, tuple[Any, ...]]:
 
 
 def snapshot_folders() -> set[str]:
+    """This process's snapshot folders, in memory and on the runtime root."""
     prefix = f"{os.getpid()}-"
-    return {p.name for p in runtime_root().iterdir()
+    roots = [root for root in (runtime_root(), memory_root()) if root is not None]
+    return {p.name for root in roots for p in root.iterdir()
             if p.name.startswith(prefix) and p.name.endswith("-snapshot")}
 
 
@@ -163,7 +165,8 @@ def test_snapshot_folder_is_private_and_removed(session: Session) -> None:
     assert folder.name in snapshot_folders() - before
     assert owner_alive(folder.name)  # named for this process: the reaper's after a crash
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
-    for path in (str(folder), str(snap.workspace / "x"), str(runtime_root())):
+    for path in (str(folder), str(snap.workspace / "x"), str(runtime_root()),
+                 str(memory_root())):
         seen = session.exec(f"test -e '{path}' && echo visible || echo absent")
         assert seen.stdout == "absent\n", path
     assert "-snapshot" not in session.exec("ls -a /tmp / /app").stdout
@@ -198,6 +201,56 @@ def test_planted_links_are_saved_as_links(session: Session, plant: str) -> None:
         assert manifest(session) == {p: v for p, v in before.items() if v[0] != stat.S_IFIFO}
     finally:
         snap.close()
+
+
+@pytest.mark.parametrize("make", [
+    "truncate -s 64G /app/huge",
+    "printf end | dd of=/app/huge bs=1 seek=40000000000 status=none",
+    "mkdir -p /app/a/b && truncate -s 1T /app/a/b/huge && printf mid | dd of=/app/a/b/huge "
+    "bs=1 seek=3000000 conv=notrunc status=none",
+])
+def test_sparse_files_stay_sparse(backend: Backend, make: str) -> None:
+    """A file far bigger than the workspace but made of holes (no room used): the snapshot
+    copies its data only (not gigabytes of zeros onto the host), and a fork gives it back
+    with the same size and bytes, still sparse."""
+    with backend.start(SandboxSpec(disk_mb=16)) as session:
+        assert session.exec(make).exit_code == 0
+        show = "stat -c '%s %b' {}; tail -c 3 {}".format(*["$(find /app -name huge)"] * 2)
+        size, blocks, tail = session.exec(show).stdout.split()
+        started = time.monotonic()
+        snap = session.snapshot()
+        try:
+            assert time.monotonic() - started < 5
+            assert snap.workspace_bytes < 1 << 20
+            assert snap.memory_bytes <= snap.workspace_bytes
+            saved = next(p for p in snap.workspace.rglob("huge"))
+            assert saved.stat().st_size == int(size) and saved.stat().st_blocks <= 64
+            with backend.fork(snap) as child:
+                c_size, c_blocks, c_tail = child.exec(show).stdout.split()
+                assert (c_size, c_tail) == (size, tail) and int(c_blocks) <= 64
+        finally:
+            snap.close()
+
+
+def test_hard_links_cannot_multiply_the_copy(backend: Backend) -> None:
+    """Hard links are saved once per link, so a copy is capped at the workspace's disk_mb:
+    a file linked past that is a SandboxError that says why (nothing is left behind), and
+    the session goes on; within it, the links are saved as files."""
+    with backend.start(SandboxSpec(disk_mb=8)) as session:
+        made = session.exec("head -c 3000000 /dev/urandom > /app/f && ln /app/f /app/g")
+        assert made.exit_code == 0
+        snap = session.snapshot()
+        try:
+            assert snap.workspace_bytes == 6_000_000
+        finally:
+            snap.close()
+        assert session.exec("for i in $(seq 40); do ln /app/f /app/l$i; done").exit_code == 0
+        before = snapshot_folders()
+        with pytest.raises(SandboxError, match="over its cap of 8 MiB.*hard links"):
+            session.snapshot()
+        assert snapshot_folders() == before
+        assert session.exec("rm /app/l*; echo ok").stdout == "ok\n"
+        session.snapshot().close()
 
 
 def test_limits_are_sandbox_errors(backend: Backend, session: Session) -> None:

@@ -7,8 +7,11 @@ name is opened with ``O_NOFOLLOW`` relative to its parent's descriptor. File dat
 in the kernel, one pass, no Python buffers: a whole file is first cloned (``FICLONE``: the
 copy shares the source's extents, copy-on-write, where both sides are on one filesystem that
 has reflinks, such as XFS made with ``reflink=1`` or btrfs), else ``copy_file_range``, else
-``sendfile``. :class:`CopyStats` counts which way each file went. Hard links are copied as
-separate files; fifos, sockets and devices are skipped.
+``sendfile``; a sparse file's holes stay holes (only its data is copied: ``SEEK_DATA``), so
+a terabyte-sized empty file costs nothing. :class:`CopyStats` counts which way each file went
+and may cap the bytes a copy writes (:attr:`CopyStats.limit`, raising :class:`TreeTooBig`).
+Hard links are copied as separate files (the cap bounds what that multiplies); fifos,
+sockets and devices are skipped.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import os
 import stat
 from dataclasses import dataclass
 
-__all__ = ["CopyStats", "clear_tree", "copy_tree", "tree_bytes"]
+__all__ = ["CopyStats", "TreeTooBig", "clear_tree", "copy_tree", "tree_bytes"]
 
 FICLONE = 0x40049409
 """``ioctl(dst, FICLONE, src)``: make ``dst`` share all of ``src``'s extents (linux/fs.h)."""
@@ -31,6 +34,10 @@ _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 _range_ok = True
 """Whether ``copy_file_range`` has worked between the filesystems met so far."""
+
+
+class TreeTooBig(Exception):
+    """A copy would write more than its :attr:`CopyStats.limit` bytes of data."""
 
 
 @dataclass(slots=True)
@@ -44,6 +51,11 @@ class CopyStats:
     clone_error: str = ""
     """Why the first clone that failed did (``EXDEV``: two filesystems; ``EOPNOTSUPP``: no
     reflinks there), empty when none failed."""
+    limit: int | None = None
+    """The most bytes of data the copy may write (clones write none), else
+    :class:`TreeTooBig` is raised before writing more; ``None``: no cap."""
+    written: int = 0
+    """Bytes of data written so far (copied, not cloned)."""
 
     @property
     def method(self) -> str:
@@ -159,8 +171,11 @@ def _copy_file(name: str, src_dir: int, dst_dir: int, st: os.stat_result,
         try:
             if _clone(src, dst, stats):
                 copied = now.st_size
+            elif now.st_blocks * 512 >= now.st_size:  # no room for holes: one run of data
+                copied = _copy_data(src, dst, 0, now.st_size, stats)
+                stats.copied += 1
             else:
-                copied = _copy_data(src, dst, now.st_size)
+                copied = _copy_sparse(src, dst, now.st_size, stats)
                 stats.copied += 1
             _finish(dst, st)
         finally:
@@ -189,26 +204,55 @@ def _clone(src: int, dst: int, stats: CopyStats) -> bool:
     return True
 
 
-def _copy_data(src: int, dst: int, size: int) -> int:
-    """Copy the first ``size`` bytes of ``src`` into ``dst`` in the kernel (fewer if it
-    shrank meanwhile: a background process may be writing it; it is not waited for)."""
-    global _range_ok
+def _copy_sparse(src: int, dst: int, size: int, stats: CopyStats) -> int:
+    """Copy the data runs of the first ``size`` bytes of ``src`` (``SEEK_DATA``/``SEEK_HOLE``)
+    into ``dst`` at the same offsets, then give ``dst`` that size: holes stay holes."""
     copied = 0
-    while copied < size:
-        want = size - copied
+    pos = 0
+    while pos < size:
+        try:
+            start = os.lseek(src, pos, os.SEEK_DATA)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:  # ENXIO: nothing but holes from here on
+                raise
+            break
+        if start >= size:
+            break
+        end = min(os.lseek(src, start, os.SEEK_HOLE), size)
+        os.lseek(dst, start, os.SEEK_SET)
+        done = _copy_data(src, dst, start, end - start, stats)
+        copied += done
+        if done < end - start:  # it shrank meanwhile
+            break
+        pos = end
+    os.ftruncate(dst, size)
+    return copied
+
+
+def _copy_data(src: int, dst: int, offset: int, length: int, stats: CopyStats) -> int:
+    """Copy ``length`` bytes of ``src`` from ``offset`` to ``dst``'s position, in the kernel
+    (fewer if ``src`` shrank meanwhile: a background process may be writing it; it is not
+    waited for)."""
+    global _range_ok
+    if stats.limit is not None and stats.written + length > stats.limit:
+        raise TreeTooBig(f"the copy would write over {stats.limit} bytes")
+    copied = 0
+    while copied < length:
+        want = length - copied
         if _range_ok:
             try:
-                n = os.copy_file_range(src, dst, want)
+                n = os.copy_file_range(src, dst, want, offset + copied)
             except OSError as exc:
                 if exc.errno not in (errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
                     raise
                 _range_ok = False
                 continue
         else:
-            n = os.sendfile(dst, src, None, want)
+            n = os.sendfile(dst, src, offset + copied, want)
         if n == 0:
             break
         copied += n
+    stats.written += copied
     return copied
 
 

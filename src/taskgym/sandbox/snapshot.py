@@ -2,9 +2,10 @@
 
 A :class:`SessionSnapshot` holds
 
-- a copy of the workspace in a host folder under :func:`~taskgym.sandbox.cleanup.runtime_root`
-  (mode 0700, named for the owning process so the reaper removes it if the process dies;
-  never bound into any sandbox: a restore copies it into the new workspace);
+- a copy of the workspace in a host folder (mode 0700, named for the owning process so the
+  reaper removes it if the process dies; never bound into any sandbox: a restore copies it
+  into the new workspace), in memory or under :func:`~taskgym.sandbox.cleanup.runtime_root`
+  as :mod:`taskgym.sandbox.snapshot_store` decides;
 - the shell's state as a bash script: variables (exported and declared; not bash's own
   read-only or special ones), functions, aliases, ``shopt`` and ``set -o`` options, the
   umask and the working folder. It is captured by a command run in the persistent shell
@@ -32,9 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from taskgym.errors import SandboxError
-from taskgym.sandbox import _tree
+from taskgym.sandbox import _tree, snapshot_store
 from taskgym.sandbox._commands import CONTROL_DIR
-from taskgym.sandbox.cleanup import runtime_root, session_name
 
 if TYPE_CHECKING:
     from taskgym.sandbox.base import SandboxSpec
@@ -115,10 +115,15 @@ class SessionSnapshot:
     copy_note: str = ""
     """Why a clone failed when one did (``EXDEV``: two filesystems; ``EOPNOTSUPP``: no
     reflinks on this filesystem)."""
+    storage: str = "runtime-root"
+    """Where :attr:`folder` is: ``"memory"`` (``/dev/shm``) or ``"runtime-root"`` (see
+    :mod:`taskgym.sandbox.snapshot_store`)."""
+    memory_bytes: int = 0
+    """What it counts in :func:`~taskgym.sandbox.snapshot_store.memory_held` until closed."""
     _finalizer: weakref.finalize[Any, Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._finalizer = weakref.finalize(self, shutil.rmtree, str(self.folder), True)
+        self._finalizer = weakref.finalize(self, _remove, str(self.folder), self.memory_bytes)
 
     @property
     def workspace(self) -> Path:
@@ -165,25 +170,18 @@ class SnapshotSupport:
         if not self.alive:
             raise SandboxError("the session is stopped; a snapshot needs its running shell")
         background = tuple(_describe(pid) for pid in self._background())
-        shell = self._capture_shell()
-        folder = runtime_root() / f"{session_name()}-snapshot"
-        folder.mkdir(mode=0o700)
-        (folder / "ws").mkdir(mode=0o700)
+        copying = snapshot_store.save_soon(self._root_fd, self.spec.disk_mb << 20,
+                                           self.workspace_storage == "tmpfs")
         try:
-            dst = os.open(folder / "ws", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-            stats = _tree.CopyStats()
-            try:
-                size = _tree.copy_tree(self._root_fd, dst, stats)
-            finally:
-                os.close(dst)
-        except BaseException as exc:
-            shutil.rmtree(folder, ignore_errors=True)
-            if isinstance(exc, OSError):
-                raise SandboxError(f"could not save the workspace: {exc}") from exc
+            shell = self._capture_shell()  # while the workspace is copied
+        except BaseException:
+            snapshot_store.discard(copying)
             raise
+        saved = copying.result()
         mode = stat.S_IMODE(os.fstat(self._root_fd).st_mode)
-        return SessionSnapshot(self.spec, shell, size, background, folder, mode,
-                               stats.method, stats.clone_error)
+        return SessionSnapshot(self.spec, shell, saved.size, background, saved.folder, mode,
+                               saved.stats.method, saved.stats.clone_error, saved.storage,
+                               saved.memory_bytes)
 
     def restore(self, snap: SessionSnapshot) -> None:
         if self._root_fd < 0:
@@ -306,6 +304,11 @@ class SnapshotSupport:
                            os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError as exc:
             raise SandboxError(f"the sandbox's control folder is gone: {exc}") from exc
+
+
+def _remove(folder: str, memory_bytes: int) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
+    snapshot_store.release(memory_bytes)
 
 
 def _keep_options(text: str) -> str:
