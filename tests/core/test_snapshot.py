@@ -140,6 +140,24 @@ def test_background_processes_are_listed_not_carried(session: Session) -> None:
         snap.close()
 
 
+@pytest.mark.parametrize("start", [
+    "bash -c 'bash -c \"sleep 301\"' &",  # a grandchild of the shell's job
+    "python3 -c 'import subprocess, threading; t = threading.Thread(target=subprocess.run, "
+    "args=([\"sleep\", \"301\"],)); t.start(); t.join()' &",  # started by a second thread
+    "python3 -c 'import os, time; os.fork() or os._exit(0); time.sleep(301)' &",  # + a zombie
+])
+def test_every_background_process_is_listed(session: Session, start: str) -> None:
+    """However it was started, what runs beside the shell is listed; a zombie is not."""
+    assert session.exec(f"{start} sleep 0.5").exit_code == 0
+    snap = session.snapshot()
+    try:
+        commands = [p.command for p in snap.background]
+        assert any("301" in c for c in commands), commands
+        assert "" not in commands  # no zombie (its command line is empty)
+    finally:
+        snap.close()
+
+
 def test_fork_children_diverge(backend: Backend, session: Session) -> None:
     session.exec("echo base > /app/base.txt; export WHO=parent")
     snap = session.snapshot()

@@ -26,7 +26,6 @@ import os
 import secrets
 import shutil
 import stat
-import string
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,8 +52,11 @@ _SKIP_VARS = (  # bash's read-only ones among them; the agent's own read-only on
 ).split()
 """Variables bash sets itself; the fresh shell has its own."""
 
+_SKIP_VAR_SET = frozenset(_SKIP_VARS)
+
 _SKIP_OPTIONS = ("login_shell", "restricted_shell", "history", "monitor", "interactive")
 """``shopt``/``set -o`` lines a running shell cannot take or should not (interactivity)."""
+_SKIP_OPTION_SET = frozenset(_SKIP_OPTIONS)
 
 _SECTIONS = ("variables", "functions", "aliases", "shopt", "set", "umask", "cwd")
 
@@ -170,14 +172,9 @@ class SnapshotSupport:
         if not self.alive:
             raise SandboxError("the session is stopped; a snapshot needs its running shell")
         background = tuple(_describe(pid) for pid in self._background())
-        copying = snapshot_store.save_soon(self._root_fd, self.spec.disk_mb << 20,
-                                           self.workspace_storage == "tmpfs")
-        try:
-            shell = self._capture_shell()  # while the workspace is copied
-        except BaseException:
-            snapshot_store.discard(copying)
-            raise
-        saved = copying.result()
+        shell = self._capture_shell()
+        saved = snapshot_store.save(self._root_fd, self.spec.disk_mb << 20,
+                                    self.workspace_storage == "tmpfs")
         mode = stat.S_IMODE(os.fstat(self._root_fd).st_mode)
         return SessionSnapshot(self.spec, shell, saved.size, background, saved.folder, mode,
                                saved.stats.method, saved.stats.clone_error, saved.storage,
@@ -242,22 +239,17 @@ class SnapshotSupport:
         name = f"capture-{secrets.token_hex(6)}"
         mark = f"__TG_SECTION_{secrets.token_hex(8)}"
         path = f"{CONTROL_DIR}/{name}"
-        skip = "|".join(_SKIP_VARS)
-        names = " ".join(f'"${{!{c}@}}"' for c in string.ascii_letters + "_")
-        # no fork: names come from ${!X@} (each quoted word a name, whatever IFS is) and
-        # builtins are called through \builtin, past the agent's functions and aliases; the
-        # shell's own readonly functions (__ts) are printed too, and fail harmlessly on restore
+        # no fork, and builtins are called through \builtin, past the agent's functions and
+        # aliases; bash's own variables are dropped here (_keep_variables); the shell's own
+        # readonly functions (__ts) are printed too, and fail harmlessly on restore
         script = (
-            f"{{ for __tg_n in {names}; do case $__tg_n in "
-            f"({skip}|__tg_n|BASH_*) ;; (*) \\builtin declare -p -- \"$__tg_n\" 2>/dev/null;; "
-            "esac; done; "
+            "{ \\builtin declare -p; "
             f"\\builtin printf '\\n{mark}\\n'; \\builtin declare -f; "
             f"\\builtin printf '\\n{mark}\\n'; \\builtin alias -p; "
             f"\\builtin printf '\\n{mark}\\n'; \\builtin shopt -p; "
             f"\\builtin printf '\\n{mark}\\n'; \\builtin set +o; "
             f"\\builtin printf '\\n{mark}\\n'; \\builtin umask; "
-            f"\\builtin printf '\\n{mark}\\n%s' \"$PWD\"; }} >{path} 2>/dev/null; "
-            "\\builtin unset __tg_n"
+            f"\\builtin printf '\\n{mark}\\n%s' \"$PWD\"; }} >{path} 2>/dev/null"
         )
         result = self.exec(script, timeout=30.0)
         if result.restarted or result.timed_out:
@@ -289,7 +281,7 @@ class SnapshotSupport:
                                f"{len(parts)} parts of {len(_SECTIONS)})")
         values = dict(zip(_SECTIONS, parts, strict=True))
         return ShellState(
-            variables=values["variables"].strip("\n"),
+            variables=_keep_variables(values["variables"]),
             functions=values["functions"].strip("\n"),
             aliases=values["aliases"].strip("\n"),
             shopt=_keep_options(values["shopt"]),
@@ -311,9 +303,26 @@ def _remove(folder: str, memory_bytes: int) -> None:
     snapshot_store.release(memory_bytes)
 
 
+def _keep_variables(text: str) -> str:
+    """The ``declare -p`` listing without bash's own variables (:data:`_SKIP_VARS`,
+    ``BASH_*``). Bash 5 prints one line per variable (a value with a newline or another
+    unprintable character is ``$'...'``-quoted); a line that does not start a declaration
+    (a literal newline in a value, older bash) stays with the one before."""
+    kept: list[str] = []
+    keep = False
+    for line in text.strip("\n").split("\n"):
+        if line.startswith("declare -"):
+            words = line.split(" ", 2)
+            name = words[2].split("=", 1)[0] if len(words) == 3 else ""
+            keep = name not in _SKIP_VAR_SET and not name.startswith("BASH_")
+        if keep:
+            kept.append(line)
+    return "\n".join(kept)
+
+
 def _keep_options(text: str) -> str:
     return "\n".join(line for line in text.strip("\n").splitlines()
-                     if not any(word in line.split() for word in _SKIP_OPTIONS))
+                     if _SKIP_OPTION_SET.isdisjoint(line.split()))
 
 
 def _describe(pid: int) -> BackgroundProcess:

@@ -15,10 +15,6 @@ ext4 costs a journal entry): such a snapshot is saved under
 - one that does not fit, or finds ``/dev/shm`` full or missing, is saved on the runtime root
   instead (:attr:`Saved.storage` says where).
 
-:func:`save_soon` makes the copy in a worker thread (kept for the process), so that a snapshot
-overlaps it with capturing the shell's state (a command in the sandbox's shell): the copy's
-system calls release the GIL.
-
 Wherever it goes, a copy writes at most the workspace's cap (``disk_mb``) of data: more could
 not be restored into a workspace of the same spec, and it bounds what the agent can make the
 host store (a file hard-linked many times is copied once per link). Snapshot folders are named
@@ -31,7 +27,6 @@ import contextlib
 import os
 import shutil
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,15 +34,13 @@ from taskgym.errors import ConfigError, SandboxError
 from taskgym.sandbox import _tree
 from taskgym.sandbox.cleanup import memory_root, runtime_root, session_name
 
-__all__ = ["DEFAULT_MEMORY_BYTES", "Saved", "discard", "memory_budget", "memory_held", "release",
-           "save", "save_soon"]
+__all__ = ["DEFAULT_MEMORY_BYTES", "Saved", "memory_budget", "memory_held", "release", "save"]
 
 DEFAULT_MEMORY_BYTES = 1 << 30
 """The default bound on the bytes of this process's snapshots kept in memory: 1 GiB."""
 
 _lock = threading.Lock()
 _held = 0
-_workers: list[ThreadPoolExecutor] = []
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,27 +83,6 @@ def release(memory_bytes: int) -> None:
     global _held
     with _lock:
         _held -= memory_bytes
-
-
-def save_soon(workspace_fd: int, cap_bytes: int, tmpfs: bool) -> Future[Saved]:
-    """:func:`save` in a worker thread; ``workspace_fd`` must stay open until it is done.
-    Take the result, or hand the future to :func:`discard`."""
-    with _lock:
-        if not _workers:
-            _workers.append(ThreadPoolExecutor(max_workers=4,
-                                               thread_name_prefix="taskgym-snapshot"))
-        worker = _workers[0]
-    return worker.submit(save, workspace_fd, cap_bytes, tmpfs)
-
-
-def discard(pending: Future[Saved]) -> None:
-    """Wait for a :func:`save_soon` whose snapshot will not be made, and delete its copy."""
-    try:
-        saved = pending.result()
-    except BaseException:  # noqa: BLE001 - the caller is already failing for its own reason
-        return
-    shutil.rmtree(saved.folder, ignore_errors=True)
-    release(saved.memory_bytes)
 
 
 def save(workspace_fd: int, cap_bytes: int, tmpfs: bool) -> Saved:
