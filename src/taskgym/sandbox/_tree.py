@@ -21,7 +21,7 @@ import errno
 import fcntl
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = ["CopyStats", "TreeTooBig", "clear_tree", "copy_tree", "tree_bytes"]
 
@@ -56,6 +56,8 @@ class CopyStats:
     :class:`TreeTooBig` is raised before writing more; ``None``: no cap."""
     written: int = 0
     """Bytes of data written so far (copied, not cloned)."""
+    owner: tuple[int, int] = field(default_factory=lambda: (os.geteuid(), os.getegid()))
+    """Who the copy's new files belong to (they are given the source's owner when not)."""
 
     @property
     def method(self) -> str:
@@ -72,30 +74,31 @@ def copy_tree(src_fd: int, dst_fd: int, stats: CopyStats | None = None) -> int:
     stats = CopyStats() if stats is None else stats
     entries = _listing(src_fd)
     total = 0
-    for entry in entries:
+    for entry in entries:  # the listing's types; each opened one is checked by fstat
         name = entry.name
-        st = entry.stat(follow_symlinks=False)
-        if stat.S_ISDIR(st.st_mode):
-            os.mkdir(name, 0o700, dir_fd=dst_fd)
-            sub_src = _open_dir(name, src_fd, st.st_mode)
+        if entry.is_dir(follow_symlinks=False):
+            sub_src = _open_dir(name, src_fd)
             try:
+                st = os.fstat(sub_src)
+                os.mkdir(name, 0o700, dir_fd=dst_fd)
                 sub_dst = os.open(name, _DIR, dir_fd=dst_fd)
                 try:
                     total += copy_tree(sub_src, sub_dst, stats)
-                    _finish(sub_dst, st)
+                    _finish(sub_dst, st, stats)
                 finally:
                     os.close(sub_dst)
             finally:
                 os.close(sub_src)
-        elif stat.S_ISLNK(st.st_mode):
+        elif entry.is_symlink():
+            st = entry.stat(follow_symlinks=False)
             os.symlink(os.readlink(name, dir_fd=src_fd), name, dir_fd=dst_fd)
             with contextlib.suppress(OSError):
                 os.chown(name, st.st_uid, st.st_gid, dir_fd=dst_fd, follow_symlinks=False)
             with contextlib.suppress(OSError):
                 os.utime(name, ns=(st.st_atime_ns, st.st_mtime_ns), dir_fd=dst_fd,
                          follow_symlinks=False)
-        elif stat.S_ISREG(st.st_mode):
-            total += _copy_file(name, src_fd, dst_fd, st, stats)
+        elif entry.is_file(follow_symlinks=False):
+            total += _copy_file(name, src_fd, dst_fd, stats)
     return total
 
 
@@ -142,10 +145,12 @@ def _listing(fd: int) -> list[os.DirEntry[str]]:
         return list(listing)
 
 
-def _open_dir(name: str, parent: int, mode: int) -> int:
+def _open_dir(name: str, parent: int, mode: int | None = None) -> int:
     try:
         return os.open(name, _DIR, dir_fd=parent)
     except PermissionError:  # a folder the agent made unreadable: we may, as its owner
+        if mode is None:
+            mode = os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode
         os.chmod(name, stat.S_IMODE(mode) | 0o700, dir_fd=parent, follow_symlinks=False)
         try:
             return os.open(name, _DIR, dir_fd=parent)
@@ -153,16 +158,16 @@ def _open_dir(name: str, parent: int, mode: int) -> int:
             os.chmod(name, stat.S_IMODE(mode), dir_fd=parent, follow_symlinks=False)
 
 
-def _copy_file(name: str, src_dir: int, dst_dir: int, st: os.stat_result,
-               stats: CopyStats) -> int:
+def _copy_file(name: str, src_dir: int, dst_dir: int, stats: CopyStats) -> int:
     try:
         src = os.open(name, _FILE, dir_fd=src_dir)
     except PermissionError:  # mode 000 and not root: read it as its owner
-        os.chmod(name, stat.S_IMODE(st.st_mode) | 0o400, dir_fd=src_dir, follow_symlinks=False)
+        mode = stat.S_IMODE(os.stat(name, dir_fd=src_dir, follow_symlinks=False).st_mode)
+        os.chmod(name, mode | 0o400, dir_fd=src_dir, follow_symlinks=False)
         try:
             src = os.open(name, _FILE, dir_fd=src_dir)
         finally:
-            os.chmod(name, stat.S_IMODE(st.st_mode), dir_fd=src_dir, follow_symlinks=False)
+            os.chmod(name, mode, dir_fd=src_dir, follow_symlinks=False)
     try:
         now = os.fstat(src)
         if not stat.S_ISREG(now.st_mode):  # swapped for a fifo since the listing: skip it
@@ -177,7 +182,7 @@ def _copy_file(name: str, src_dir: int, dst_dir: int, st: os.stat_result,
             else:
                 copied = _copy_sparse(src, dst, now.st_size, stats)
                 stats.copied += 1
-            _finish(dst, st)
+            _finish(dst, now, stats)
         finally:
             os.close(dst)
     finally:
@@ -256,10 +261,10 @@ def _copy_data(src: int, dst: int, offset: int, length: int, stats: CopyStats) -
     return copied
 
 
-def _finish(fd: int, st: os.stat_result) -> None:
-    """Give a copied file or folder the source's owner (unless it is ours already: the new
-    file has it), mode and times."""
-    if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+def _finish(fd: int, st: os.stat_result, stats: CopyStats) -> None:
+    """Give a copied file or folder the source's owner (unless it is the copy's already: the
+    new file has it), mode and times."""
+    if (st.st_uid, st.st_gid) != stats.owner:
         with contextlib.suppress(OSError):
             os.fchown(fd, st.st_uid, st.st_gid)
     os.fchmod(fd, stat.S_IMODE(st.st_mode))
