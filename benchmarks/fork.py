@@ -101,8 +101,13 @@ def session_fork(size_mb: int, n: int) -> tuple[dict[str, list[float]], str]:
 
 
 @contextlib.contextmanager
-def no_spares() -> Iterator[None]:
-    """Forks start every child's sandbox then (TASKGYM_FORK_SPARES=0)."""
+def no_spares(env: Any) -> Iterator[None]:
+    """Forks of ``env`` start every child's sandbox then: the spares its last fork asked for
+    are waited for and closed, and none are asked for meanwhile (TASKGYM_FORK_SPARES=0)."""
+    spares = env.fork_spares()
+    assert spares.ready(300)
+    while (spare := spares.take(env.session.spec)) is not None:
+        spare.close()
     old = os.environ.get("TASKGYM_FORK_SPARES")
     os.environ["TASKGYM_FORK_SPARES"] = "0"
     try:
@@ -129,7 +134,7 @@ def env_fork_small(n: int) -> tuple[list[float], list[float]]:
         env.reset(options={"task_id": TASK_ID})
         env.step({"tool": "bash", "args": {"command": "head -c 1000000 /dev/urandom > /app/blob"}})
         for _ in range(n):
-            with no_spares():
+            with no_spares(env):
                 t, (child,) = _timed(lambda: env.fork(1))
             cold.append(t)
             child.close()
@@ -168,7 +173,7 @@ def fork_against_replay(rounds: int) -> dict[str, list[float]]:
         run_prefix()
         for _ in range(rounds):
             run_prefix()
-            with no_spares():
+            with no_spares(env):
                 fork_all("cold")
             spares_ready(env, CHILDREN)
             fork_all("ready")

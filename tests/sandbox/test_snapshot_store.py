@@ -1,5 +1,6 @@
 """Snapshots of tmpfs workspaces kept in memory (sandbox/snapshot_store.py): where they go,
-what they count, the fallbacks to the runtime root, their removal and reaping."""
+what they count, the fallbacks to the runtime root, their removal and reaping (both
+backends: a docker workspace is a tmpfs too)."""
 
 from __future__ import annotations
 
@@ -11,16 +12,13 @@ from pathlib import Path
 import pytest
 
 from taskgym.errors import ConfigError
-from taskgym.sandbox import SandboxSpec, Session, cleanup, snapshot_store
+from taskgym.sandbox import Backend, SandboxSpec, Session, cleanup, snapshot_store
 from taskgym.sandbox.cleanup import leftovers, memory_root, reap, runtime_root
-from taskgym.sandbox.local import LocalBackend
-
-pytestmark = pytest.mark.sandbox
 
 
 @pytest.fixture()
-def session() -> Iterator[Session]:
-    with LocalBackend().start(SandboxSpec(disk_mb=64)) as started:
+def session(backend: Backend) -> Iterator[Session]:
+    with backend.start(SandboxSpec(disk_mb=64)) as started:
         assert started.workspace_storage == "tmpfs"
         assert started.exec("head -c 300000 /dev/urandom > /app/data; mkdir /app/d; "
                             "echo x > /app/d/x").exit_code == 0
@@ -34,7 +32,8 @@ def ours(root: Path | None) -> list[Path]:
             if p.name.startswith(f"{os.getpid()}-") and p.name.endswith("-snapshot")]
 
 
-def test_a_tmpfs_workspace_is_saved_in_memory_and_counted(session: Session) -> None:
+def test_a_tmpfs_workspace_is_saved_in_memory_and_counted(backend: Backend,
+                                                          session: Session) -> None:
     root = memory_root()
     if root is None:
         pytest.skip("no writable /dev/shm here")
@@ -47,7 +46,7 @@ def test_a_tmpfs_workspace_is_saved_in_memory_and_counted(session: Session) -> N
         assert snapshot_store.memory_held() == held + 300_002
         assert (snap.workspace / "data").stat().st_size == 300_000
         assert root.stat().st_mode & 0o777 == 0o700
-        with LocalBackend().fork(snap) as child:
+        with backend.fork(snap) as child:
             assert child.read_file("/app/d/x") == b"x\n"
     finally:
         snap.close()
