@@ -299,6 +299,26 @@ def test_snapshot_of_a_stopped_session_is_a_sandbox_error(backend: Backend) -> N
             stopped.snapshot()
 
 
+def test_values_that_look_like_declarations_restore_exactly(session: Session) -> None:
+    """The host splits ``declare -p`` into variables by line: values with newlines, with text
+    that looks like another declaration, or named like bash's own, come back exactly."""
+    made = session.exec(
+        "TRICK=$'x\\ndeclare -- PATH=/nowhere\\n'; declare -a LIST=($'a\\nb' 'declare -- Q=1');"
+        " declare -A MAP=([$'k\\ny']='declare -x Z') ; BASHFUL=shy; export RANDOMISH=1;"
+        " declare -i COUNT; declare -x LATER_SET")
+    assert made.exit_code == 0, made
+    show = "declare -p TRICK LIST MAP BASHFUL RANDOMISH COUNT LATER_SET; echo \"$PATH\""
+    before = session.exec(show)
+    assert before.exit_code == 0 and "declare -i COUNT" in before.stdout, before
+    snap = session.snapshot()
+    try:
+        session.exec("unset TRICK LIST MAP BASHFUL RANDOMISH COUNT LATER_SET")
+        session.restore(snap)
+        assert session.exec(show).stdout == before.stdout
+    finally:
+        snap.close()
+
+
 @pytest.mark.parametrize("tampering", [
     "declare() { echo hijacked; }; alias alias='echo x'; IFS=x; set -u",
     "set -e; set -o pipefail; umask() { echo 0777; }; cd() { :; }; alias declare=false",
