@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -71,6 +72,42 @@ def test_over_the_budget_it_goes_to_the_runtime_root(session: Session, budget: s
     finally:
         snap.close()
     assert not snap.folder.exists()
+
+
+@pytest.fixture()
+def small_shm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A 2 MiB tmpfs in place of /dev/shm (root only)."""
+    base = tmp_path / "shm"
+    base.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=1777", "tmpfs",
+                           str(base)], capture_output=True, text=True, check=False)
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.strip()}")
+    monkeypatch.setattr(cleanup, "MEMORY_BASE", base)
+    try:
+        yield base
+    finally:
+        subprocess.run(["umount", str(base)], check=False)
+
+
+def test_half_of_the_memory_folder_stays_free(session: Session, small_shm: Path) -> None:
+    """A snapshot goes to memory only within what leaves half of it free: 300 KB fit in
+    2 MiB; once something else holds 1.5 MiB there, the next snapshot goes to the runtime
+    root, and the filler is untouched."""
+    snap = session.snapshot()
+    try:
+        assert snap.storage == "memory" and snap.folder.is_relative_to(small_shm)
+    finally:
+        snap.close()
+    filler = small_shm / "someone-else"
+    filler.write_bytes(os.urandom(1_500_000))
+    snap = session.snapshot()
+    try:
+        assert snap.storage == "runtime-root" and snap.memory_bytes == 0
+    finally:
+        snap.close()
+    assert filler.stat().st_size == 1_500_000
+    assert not ours(memory_root())
 
 
 def test_a_bad_budget_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
