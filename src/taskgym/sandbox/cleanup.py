@@ -69,15 +69,17 @@ def set_runtime_root(base: str | os.PathLike[str] | None) -> None:
         _base = None
 
 
-def memory_root() -> Path | None:
+def memory_root(create: bool = True) -> Path | None:
     """This user's folder for snapshots kept in memory, ``/dev/shm/taskgym-<uid>`` (created
-    0700; see :mod:`taskgym.sandbox.snapshot_store`), or ``None`` when there is no such
-    memory-backed folder here, it is not writable, or the name is taken by something that is
-    not a folder of this user's with mode 0700 (``/dev/shm`` is writable by everyone)."""
+    0700 unless ``create`` is false; see :mod:`taskgym.sandbox.snapshot_store`), or ``None``
+    when there is no such memory-backed folder here, it is not writable, or the name is taken
+    by something that is not a folder of this user's with mode 0700 (``/dev/shm`` is writable
+    by everyone)."""
     root = MEMORY_BASE / f"taskgym-{os.getuid()}"
     try:
-        with contextlib.suppress(FileExistsError):
-            root.mkdir(mode=0o700)
+        if create:
+            with contextlib.suppress(FileExistsError):
+                root.mkdir(mode=0o700)
         st = root.lstat()
     except OSError:
         return None
@@ -110,7 +112,7 @@ def leftovers() -> list[Path]:
     anything: a controller killed by SIGKILL leaves these until :func:`reap` runs."""
     found = [entry for entry in runtime_root().iterdir()
              if entry.name != "etc" and not owner_alive(entry.name)]
-    memory = memory_root()
+    memory = memory_root(create=False)
     if memory is not None:
         found.extend(entry for entry in memory.iterdir() if not owner_alive(entry.name))
     for parent in cgroup_parents():
@@ -123,7 +125,7 @@ def leftovers() -> list[Path]:
 def reap() -> list[str]:
     """Remove leftovers of dead owners (see :func:`leftovers`); return what was removed."""
     removed: list[str] = []
-    roots = [runtime_root(), memory_root()]
+    roots = [runtime_root(), memory_root(create=False)]
     for entry in leftovers():
         if any(root is not None and entry.is_relative_to(root) for root in roots):
             shutil.rmtree(entry, ignore_errors=True)
