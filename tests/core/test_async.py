@@ -17,7 +17,7 @@ import taskgym
 from taskgym.core.env import TaskEnv
 from taskgym.errors import MissingDependencyError, SandboxError
 from taskgym.sandbox import SandboxSpec, get_backend
-from taskgym.sandbox.cleanup import runtime_root
+from taskgym.sandbox.cleanup import memory_root, runtime_root
 
 pytestmark = [pytest.mark.sandbox]
 
@@ -121,7 +121,8 @@ def _children() -> set[int]:
 
 def _ours() -> set[str]:
     prefix = f"{os.getpid()}-"
-    return {p.name for p in runtime_root().iterdir() if p.name.startswith(prefix)}
+    roots = [root for root in (runtime_root(), memory_root()) if root is not None]
+    return {p.name for root in roots for p in root.iterdir() if p.name.startswith(prefix)}
 
 
 async def _episode(env: TaskEnv, i: int, errors: list[str]) -> None:

@@ -13,7 +13,7 @@ import taskgym
 from taskgym import rollouts
 from taskgym.core.env import TaskEnv
 from taskgym.core.replay import DEFAULT_MAX_BYTES
-from taskgym.sandbox.cleanup import runtime_root
+from taskgym.sandbox.cleanup import memory_root, runtime_root
 
 pytestmark = pytest.mark.sandbox
 
@@ -109,7 +109,8 @@ def test_lru_eviction_by_bytes() -> None:
         assert rollouts.replay_cache_stats().entries == 0
     finally:
         env.close()
-    assert not [p for p in runtime_root().iterdir()
+    roots = [root for root in (runtime_root(), memory_root()) if root is not None]
+    assert not [p for root in roots for p in root.iterdir()
                 if p.name.startswith(f"{os.getpid()}-") and p.name.endswith("-snapshot")]
 
 

@@ -17,7 +17,7 @@ import taskgym
 from taskgym.core.env import TaskEnv
 from taskgym.errors import SandboxError
 from taskgym.sandbox import Backend, SandboxSpec, Session
-from taskgym.sandbox.cleanup import leftovers, owner_alive, reap, runtime_root
+from taskgym.sandbox.cleanup import leftovers, memory_root, owner_alive, reap, runtime_root
 from taskgym.sandbox.procs import children
 
 pytestmark = pytest.mark.sandbox
@@ -81,8 +81,10 @@ def manifest(session: Session) -> dict[str, tuple[Any, ...]]:
 
 
 def snapshot_folders() -> set[str]:
+    """This process's snapshot folders, in memory and on the runtime root."""
     prefix = f"{os.getpid()}-"
-    return {p.name for p in runtime_root().iterdir()
+    roots = [root for root in (runtime_root(), memory_root()) if root is not None]
+    return {p.name for root in roots for p in root.iterdir()
             if p.name.startswith(prefix) and p.name.endswith("-snapshot")}
 
 
@@ -138,6 +140,24 @@ def test_background_processes_are_listed_not_carried(session: Session) -> None:
         snap.close()
 
 
+@pytest.mark.parametrize("start", [
+    "bash -c 'bash -c \"sleep 301\"' &",  # a grandchild of the shell's job
+    "python3 -c 'import subprocess, threading; t = threading.Thread(target=subprocess.run, "
+    "args=([\"sleep\", \"301\"],)); t.start(); t.join()' &",  # started by a second thread
+    "python3 -c 'import os, time; os.fork() or os._exit(0); time.sleep(301)' &",  # + a zombie
+])
+def test_every_background_process_is_listed(session: Session, start: str) -> None:
+    """However it was started, what runs beside the shell is listed; a zombie is not."""
+    assert session.exec(f"{start} sleep 0.5").exit_code == 0
+    snap = session.snapshot()
+    try:
+        commands = [p.command for p in snap.background]
+        assert any("301" in c for c in commands), commands
+        assert "" not in commands  # no zombie (its command line is empty)
+    finally:
+        snap.close()
+
+
 def test_fork_children_diverge(backend: Backend, session: Session) -> None:
     session.exec("echo base > /app/base.txt; export WHO=parent")
     snap = session.snapshot()
@@ -163,7 +183,8 @@ def test_snapshot_folder_is_private_and_removed(session: Session) -> None:
     assert folder.name in snapshot_folders() - before
     assert owner_alive(folder.name)  # named for this process: the reaper's after a crash
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
-    for path in (str(folder), str(snap.workspace / "x"), str(runtime_root())):
+    for path in (str(folder), str(snap.workspace / "x"), str(runtime_root()),
+                 str(memory_root())):
         seen = session.exec(f"test -e '{path}' && echo visible || echo absent")
         assert seen.stdout == "absent\n", path
     assert "-snapshot" not in session.exec("ls -a /tmp / /app").stdout
@@ -200,6 +221,56 @@ def test_planted_links_are_saved_as_links(session: Session, plant: str) -> None:
         snap.close()
 
 
+@pytest.mark.parametrize("make", [
+    "truncate -s 64G /app/huge",
+    "printf end | dd of=/app/huge bs=1 seek=40000000000 status=none",
+    "mkdir -p /app/a/b && truncate -s 1T /app/a/b/huge && printf mid | dd of=/app/a/b/huge "
+    "bs=1 seek=3000000 conv=notrunc status=none",
+])
+def test_sparse_files_stay_sparse(backend: Backend, make: str) -> None:
+    """A file far bigger than the workspace but made of holes (no room used): the snapshot
+    copies its data only (not gigabytes of zeros onto the host), and a fork gives it back
+    with the same size and bytes, still sparse."""
+    with backend.start(SandboxSpec(disk_mb=16)) as session:
+        assert session.exec(make).exit_code == 0
+        show = "stat -c '%s %b' {}; tail -c 3 {}".format(*["$(find /app -name huge)"] * 2)
+        size, blocks, tail = session.exec(show).stdout.split()
+        started = time.monotonic()
+        snap = session.snapshot()
+        try:
+            assert time.monotonic() - started < 5
+            assert snap.workspace_bytes < 1 << 20
+            assert snap.memory_bytes <= snap.workspace_bytes
+            saved = next(p for p in snap.workspace.rglob("huge"))
+            assert saved.stat().st_size == int(size) and saved.stat().st_blocks <= 64
+            with backend.fork(snap) as child:
+                c_size, c_blocks, c_tail = child.exec(show).stdout.split()
+                assert (c_size, c_tail) == (size, tail) and int(c_blocks) <= 64
+        finally:
+            snap.close()
+
+
+def test_hard_links_cannot_multiply_the_copy(backend: Backend) -> None:
+    """Hard links are saved once per link, so a copy is capped at the workspace's disk_mb:
+    a file linked past that is a SandboxError that says why (nothing is left behind), and
+    the session goes on; within it, the links are saved as files."""
+    with backend.start(SandboxSpec(disk_mb=8)) as session:
+        made = session.exec("head -c 3000000 /dev/urandom > /app/f && ln /app/f /app/g")
+        assert made.exit_code == 0
+        snap = session.snapshot()
+        try:
+            assert snap.workspace_bytes == 6_000_000
+        finally:
+            snap.close()
+        assert session.exec("for i in $(seq 40); do ln /app/f /app/l$i; done").exit_code == 0
+        before = snapshot_folders()
+        with pytest.raises(SandboxError, match="over its cap of 8 MiB.*hard links"):
+            session.snapshot()
+        assert snapshot_folders() == before
+        assert session.exec("rm /app/l*; echo ok").stdout == "ok\n"
+        session.snapshot().close()
+
+
 def test_limits_are_sandbox_errors(backend: Backend, session: Session) -> None:
     """A workspace too big for the session restored into, a shell state over the cap: each
     a SandboxError that says what happened, and the session is still usable."""
@@ -226,6 +297,26 @@ def test_snapshot_of_a_stopped_session_is_a_sandbox_error(backend: Backend) -> N
         stopped.stop()
         with pytest.raises(SandboxError, match="stopped"):
             stopped.snapshot()
+
+
+def test_values_that_look_like_declarations_restore_exactly(session: Session) -> None:
+    """The host splits ``declare -p`` into variables by line: values with newlines, with text
+    that looks like another declaration, or named like bash's own, come back exactly."""
+    made = session.exec(
+        "TRICK=$'x\\ndeclare -- PATH=/nowhere\\n'; declare -a LIST=($'a\\nb' 'declare -- Q=1');"
+        " declare -A MAP=([$'k\\ny']='declare -x Z') ; BASHFUL=shy; export RANDOMISH=1;"
+        " declare -i COUNT; declare -x LATER_SET")
+    assert made.exit_code == 0, made
+    show = "declare -p TRICK LIST MAP BASHFUL RANDOMISH COUNT LATER_SET; echo \"$PATH\""
+    before = session.exec(show)
+    assert before.exit_code == 0 and "declare -i COUNT" in before.stdout, before
+    snap = session.snapshot()
+    try:
+        session.exec("unset TRICK LIST MAP BASHFUL RANDOMISH COUNT LATER_SET")
+        session.restore(snap)
+        assert session.exec(show).stdout == before.stdout
+    finally:
+        snap.close()
 
 
 @pytest.mark.parametrize("tampering", [

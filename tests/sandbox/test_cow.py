@@ -121,12 +121,14 @@ def test_tree_copies_share_extents(cow_root: tuple[str, Path]) -> None:
     assert (dst / "small").read_bytes() == b"tiny"
 
 
-def test_xfs_workspaces_stay_tmpfs(cow_root: tuple[str, Path]) -> None:
+def test_xfs_workspaces_stay_tmpfs(cow_root: tuple[str, Path],
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """No quota to cap a folder on XFS: the workspace stays a tmpfs, and the snapshot says
     it copied (from the tmpfs to XFS: two filesystems)."""
     if cow_root[0] != "xfs":
         pytest.skip("the XFS fallback")
     assert disk.mode() == ("tmpfs", "the runtime root is not on btrfs")
+    monkeypatch.setenv("TASKGYM_SNAPSHOT_MEMORY_BYTES", "0")  # else it goes to memory
     with LocalBackend().start(SandboxSpec()) as session:
         assert session.workspace_storage == "tmpfs"
         session.exec("echo hi > /app/x")

@@ -42,13 +42,16 @@ def test_setting_and_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 
 @pytest.mark.sandbox
-def test_snapshots_go_under_the_root_and_say_how(own_root: Path) -> None:
+def test_snapshots_go_under_the_root_and_say_how(own_root: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TASKGYM_SNAPSHOT_MEMORY_BYTES", "0")  # else a tmpfs's go to memory
     with LocalBackend().start(SandboxSpec()) as session:
         assert session.workspace_storage == ("btrfs" if disk.mode()[0] == "btrfs" else "tmpfs")
         session.exec("echo data > /app/f")
         snap = session.snapshot()
         try:
             assert snap.folder.parent == own_root / f"taskgym-{os.getuid()}"
+            assert (snap.storage, snap.memory_bytes) == ("runtime-root", 0)
             if session.workspace_storage == "tmpfs":  # a tmpfs has no reflinks: a full copy
                 assert (snap.copy_method, snap.copy_note) == ("copy", "EXDEV")
             with LocalBackend().fork(snap) as child:

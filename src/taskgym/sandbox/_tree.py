@@ -7,8 +7,11 @@ name is opened with ``O_NOFOLLOW`` relative to its parent's descriptor. File dat
 in the kernel, one pass, no Python buffers: a whole file is first cloned (``FICLONE``: the
 copy shares the source's extents, copy-on-write, where both sides are on one filesystem that
 has reflinks, such as XFS made with ``reflink=1`` or btrfs), else ``copy_file_range``, else
-``sendfile``. :class:`CopyStats` counts which way each file went. Hard links are copied as
-separate files; fifos, sockets and devices are skipped.
+``sendfile``; a sparse file's holes stay holes (only its data is copied: ``SEEK_DATA``), so
+a terabyte-sized empty file costs nothing. :class:`CopyStats` counts which way each file went
+and may cap the bytes a copy writes (:attr:`CopyStats.limit`, raising :class:`TreeTooBig`).
+Hard links are copied as separate files (the cap bounds what that multiplies); fifos,
+sockets and devices are skipped.
 """
 
 from __future__ import annotations
@@ -18,9 +21,9 @@ import errno
 import fcntl
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-__all__ = ["CopyStats", "clear_tree", "copy_tree", "tree_bytes"]
+__all__ = ["CopyStats", "TreeTooBig", "clear_tree", "copy_tree", "tree_bytes"]
 
 FICLONE = 0x40049409
 """``ioctl(dst, FICLONE, src)``: make ``dst`` share all of ``src``'s extents (linux/fs.h)."""
@@ -31,6 +34,10 @@ _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 _range_ok = True
 """Whether ``copy_file_range`` has worked between the filesystems met so far."""
+
+
+class TreeTooBig(Exception):
+    """A copy would write more than its :attr:`CopyStats.limit` bytes of data."""
 
 
 @dataclass(slots=True)
@@ -44,6 +51,13 @@ class CopyStats:
     clone_error: str = ""
     """Why the first clone that failed did (``EXDEV``: two filesystems; ``EOPNOTSUPP``: no
     reflinks there), empty when none failed."""
+    limit: int | None = None
+    """The most bytes of data the copy may write (clones write none), else
+    :class:`TreeTooBig` is raised before writing more; ``None``: no cap."""
+    written: int = 0
+    """Bytes of data written so far (copied, not cloned)."""
+    owner: tuple[int, int] = field(default_factory=lambda: (os.geteuid(), os.getegid()))
+    """Who the copy's new files belong to (they are given the source's owner when not)."""
 
     @property
     def method(self) -> str:
@@ -60,30 +74,31 @@ def copy_tree(src_fd: int, dst_fd: int, stats: CopyStats | None = None) -> int:
     stats = CopyStats() if stats is None else stats
     entries = _listing(src_fd)
     total = 0
-    for entry in entries:
+    for entry in entries:  # the listing's types; each opened one is checked by fstat
         name = entry.name
-        st = entry.stat(follow_symlinks=False)
-        if stat.S_ISDIR(st.st_mode):
-            os.mkdir(name, 0o700, dir_fd=dst_fd)
-            sub_src = _open_dir(name, src_fd, st.st_mode)
+        if entry.is_dir(follow_symlinks=False):
+            sub_src = _open_dir(name, src_fd)
             try:
+                st = os.fstat(sub_src)
+                os.mkdir(name, 0o700, dir_fd=dst_fd)
                 sub_dst = os.open(name, _DIR, dir_fd=dst_fd)
                 try:
                     total += copy_tree(sub_src, sub_dst, stats)
-                    _finish(sub_dst, st)
+                    _finish(sub_dst, st, stats)
                 finally:
                     os.close(sub_dst)
             finally:
                 os.close(sub_src)
-        elif stat.S_ISLNK(st.st_mode):
+        elif entry.is_symlink():
+            st = entry.stat(follow_symlinks=False)
             os.symlink(os.readlink(name, dir_fd=src_fd), name, dir_fd=dst_fd)
             with contextlib.suppress(OSError):
                 os.chown(name, st.st_uid, st.st_gid, dir_fd=dst_fd, follow_symlinks=False)
             with contextlib.suppress(OSError):
                 os.utime(name, ns=(st.st_atime_ns, st.st_mtime_ns), dir_fd=dst_fd,
                          follow_symlinks=False)
-        elif stat.S_ISREG(st.st_mode):
-            total += _copy_file(name, src_fd, dst_fd, st, stats)
+        elif entry.is_file(follow_symlinks=False):
+            total += _copy_file(name, src_fd, dst_fd, stats)
     return total
 
 
@@ -130,10 +145,12 @@ def _listing(fd: int) -> list[os.DirEntry[str]]:
         return list(listing)
 
 
-def _open_dir(name: str, parent: int, mode: int) -> int:
+def _open_dir(name: str, parent: int, mode: int | None = None) -> int:
     try:
         return os.open(name, _DIR, dir_fd=parent)
     except PermissionError:  # a folder the agent made unreadable: we may, as its owner
+        if mode is None:
+            mode = os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode
         os.chmod(name, stat.S_IMODE(mode) | 0o700, dir_fd=parent, follow_symlinks=False)
         try:
             return os.open(name, _DIR, dir_fd=parent)
@@ -141,16 +158,16 @@ def _open_dir(name: str, parent: int, mode: int) -> int:
             os.chmod(name, stat.S_IMODE(mode), dir_fd=parent, follow_symlinks=False)
 
 
-def _copy_file(name: str, src_dir: int, dst_dir: int, st: os.stat_result,
-               stats: CopyStats) -> int:
+def _copy_file(name: str, src_dir: int, dst_dir: int, stats: CopyStats) -> int:
     try:
         src = os.open(name, _FILE, dir_fd=src_dir)
     except PermissionError:  # mode 000 and not root: read it as its owner
-        os.chmod(name, stat.S_IMODE(st.st_mode) | 0o400, dir_fd=src_dir, follow_symlinks=False)
+        mode = stat.S_IMODE(os.stat(name, dir_fd=src_dir, follow_symlinks=False).st_mode)
+        os.chmod(name, mode | 0o400, dir_fd=src_dir, follow_symlinks=False)
         try:
             src = os.open(name, _FILE, dir_fd=src_dir)
         finally:
-            os.chmod(name, stat.S_IMODE(st.st_mode), dir_fd=src_dir, follow_symlinks=False)
+            os.chmod(name, mode, dir_fd=src_dir, follow_symlinks=False)
     try:
         now = os.fstat(src)
         if not stat.S_ISREG(now.st_mode):  # swapped for a fifo since the listing: skip it
@@ -159,10 +176,13 @@ def _copy_file(name: str, src_dir: int, dst_dir: int, st: os.stat_result,
         try:
             if _clone(src, dst, stats):
                 copied = now.st_size
-            else:
-                copied = _copy_data(src, dst, now.st_size)
+            elif now.st_blocks * 512 >= now.st_size:  # no room for holes: one run of data
+                copied = _copy_data(src, dst, 0, now.st_size, stats)
                 stats.copied += 1
-            _finish(dst, st)
+            else:
+                copied = _copy_sparse(src, dst, now.st_size, stats)
+                stats.copied += 1
+            _finish(dst, now, stats)
         finally:
             os.close(dst)
     finally:
@@ -189,33 +209,62 @@ def _clone(src: int, dst: int, stats: CopyStats) -> bool:
     return True
 
 
-def _copy_data(src: int, dst: int, size: int) -> int:
-    """Copy the first ``size`` bytes of ``src`` into ``dst`` in the kernel (fewer if it
-    shrank meanwhile: a background process may be writing it; it is not waited for)."""
-    global _range_ok
+def _copy_sparse(src: int, dst: int, size: int, stats: CopyStats) -> int:
+    """Copy the data runs of the first ``size`` bytes of ``src`` (``SEEK_DATA``/``SEEK_HOLE``)
+    into ``dst`` at the same offsets, then give ``dst`` that size: holes stay holes."""
     copied = 0
-    while copied < size:
-        want = size - copied
+    pos = 0
+    while pos < size:
+        try:
+            start = os.lseek(src, pos, os.SEEK_DATA)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:  # ENXIO: nothing but holes from here on
+                raise
+            break
+        if start >= size:
+            break
+        end = min(os.lseek(src, start, os.SEEK_HOLE), size)
+        os.lseek(dst, start, os.SEEK_SET)
+        done = _copy_data(src, dst, start, end - start, stats)
+        copied += done
+        if done < end - start:  # it shrank meanwhile
+            break
+        pos = end
+    os.ftruncate(dst, size)
+    return copied
+
+
+def _copy_data(src: int, dst: int, offset: int, length: int, stats: CopyStats) -> int:
+    """Copy ``length`` bytes of ``src`` from ``offset`` to ``dst``'s position, in the kernel
+    (fewer if ``src`` shrank meanwhile: a background process may be writing it; it is not
+    waited for)."""
+    global _range_ok
+    if stats.limit is not None and stats.written + length > stats.limit:
+        raise TreeTooBig(f"the copy would write over {stats.limit} bytes")
+    copied = 0
+    while copied < length:
+        want = length - copied
         if _range_ok:
             try:
-                n = os.copy_file_range(src, dst, want)
+                n = os.copy_file_range(src, dst, want, offset + copied)
             except OSError as exc:
                 if exc.errno not in (errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
                     raise
                 _range_ok = False
                 continue
         else:
-            n = os.sendfile(dst, src, None, want)
+            n = os.sendfile(dst, src, offset + copied, want)
         if n == 0:
             break
         copied += n
+    stats.written += copied
     return copied
 
 
-def _finish(fd: int, st: os.stat_result) -> None:
-    """Give a copied file or folder the source's owner (unless it is ours already: the new
-    file has it), mode and times."""
-    if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+def _finish(fd: int, st: os.stat_result, stats: CopyStats) -> None:
+    """Give a copied file or folder the source's owner (unless it is the copy's already: the
+    new file has it), mode and times."""
+    if (st.st_uid, st.st_gid) != stats.owner:
         with contextlib.suppress(OSError):
             os.fchown(fd, st.st_uid, st.st_gid)
     os.fchmod(fd, stat.S_IMODE(st.st_mode))

@@ -12,6 +12,7 @@ import contextlib
 import os
 import secrets
 import shutil
+import stat
 import tempfile
 import threading
 from pathlib import Path
@@ -20,12 +21,15 @@ from taskgym.errors import ConfigError
 from taskgym.sandbox._cgroups import cgroup_parents, remove_cgroup
 from taskgym.sandbox.procs import proc_stat
 
-__all__ = ["leftovers", "owner_alive", "reap", "reap_once", "runtime_root", "scratch_dir",
-           "session_name", "set_runtime_root"]
+__all__ = ["MEMORY_BASE", "leftovers", "memory_root", "owner_alive", "reap", "reap_once",
+           "runtime_root", "scratch_dir", "session_name", "set_runtime_root"]
 
 _lock = threading.Lock()
 _reaped = False
 _base: Path | None = None
+
+MEMORY_BASE = Path("/dev/shm")
+"""The memory-backed folder (a tmpfs) where :func:`memory_root` makes this user's folder."""
 
 
 def _start_time(pid: int) -> str | None:
@@ -65,6 +69,25 @@ def set_runtime_root(base: str | os.PathLike[str] | None) -> None:
         _base = None
 
 
+def memory_root(create: bool = True) -> Path | None:
+    """This user's folder for snapshots kept in memory, ``/dev/shm/taskgym-<uid>`` (created
+    0700 unless ``create`` is false; see :mod:`taskgym.sandbox.snapshot_store`), or ``None``
+    when there is no such memory-backed folder here, it is not writable, or the name is taken
+    by something that is not a folder of this user's with mode 0700 (``/dev/shm`` is writable
+    by everyone)."""
+    root = MEMORY_BASE / f"taskgym-{os.getuid()}"
+    try:
+        if create:
+            with contextlib.suppress(FileExistsError):
+                root.mkdir(mode=0o700)
+        st = root.lstat()
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return None
+    return root
+
+
 def session_name() -> str:
     """A unique name that records the owning process."""
     return f"{os.getpid()}-{_start_time(os.getpid())}-{secrets.token_hex(4)}"
@@ -89,6 +112,9 @@ def leftovers() -> list[Path]:
     anything: a controller killed by SIGKILL leaves these until :func:`reap` runs."""
     found = [entry for entry in runtime_root().iterdir()
              if entry.name != "etc" and not owner_alive(entry.name)]
+    memory = memory_root(create=False)
+    if memory is not None:
+        found.extend(entry for entry in memory.iterdir() if not owner_alive(entry.name))
     for parent in cgroup_parents():
         with contextlib.suppress(OSError):
             found.extend(entry for entry in parent.iterdir()
@@ -99,9 +125,9 @@ def leftovers() -> list[Path]:
 def reap() -> list[str]:
     """Remove leftovers of dead owners (see :func:`leftovers`); return what was removed."""
     removed: list[str] = []
-    root = runtime_root()
+    roots = [runtime_root(), memory_root(create=False)]
     for entry in leftovers():
-        if entry.is_relative_to(root):
+        if any(root is not None and entry.is_relative_to(root) for root in roots):
             shutil.rmtree(entry, ignore_errors=True)
         else:
             remove_cgroup(entry)

@@ -12,8 +12,8 @@ import signal
 import time
 from pathlib import Path
 
-__all__ = ["CLK_TCK", "SANDBOX_UID", "children", "proc_stat", "running_argv", "sandbox_processes",
-           "start_tick", "ticks_at", "wait_gone"]
+__all__ = ["CLK_TCK", "SANDBOX_UID", "children", "descendants", "proc_stat", "running_argv",
+           "sandbox_processes", "start_tick", "ticks_at", "wait_gone"]
 
 SANDBOX_UID = 1000
 """The uid the agent's processes run as, in every backend."""
@@ -75,6 +75,31 @@ def children(pid: int) -> list[int]:
         return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
     except OSError:
         return []
+
+
+def descendants(pid: int) -> list[int]:
+    """The pids of ``pid``'s live children, theirs and so on (those of every thread; zombies
+    left out), sorted: a few reads for a small tree, where :func:`sandbox_processes` reads
+    every process's namespace. Within a pid namespace whose init is ``pid`` that is every other process:
+    orphans are given to that init (or to a subreaper below it). A process that exits or
+    forks meanwhile may be missed or listed, as with any reading of ``/proc``."""
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            threads = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for tid in threads:
+            try:
+                with open(f"/proc/{parent}/task/{tid}/children", "rb") as listing:
+                    kids = [int(word) for word in listing.read().split()]
+            except OSError:
+                continue
+            found.extend(kids)
+            todo.extend(kids)
+    return sorted(kid for kid in set(found) if start_tick(kid) is not None)
 
 
 def sandbox_processes(pidns: str) -> list[tuple[int, int]]:

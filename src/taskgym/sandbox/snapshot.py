@@ -2,9 +2,10 @@
 
 A :class:`SessionSnapshot` holds
 
-- a copy of the workspace in a host folder under :func:`~taskgym.sandbox.cleanup.runtime_root`
-  (mode 0700, named for the owning process so the reaper removes it if the process dies;
-  never bound into any sandbox: a restore copies it into the new workspace);
+- a copy of the workspace in a host folder (mode 0700, named for the owning process so the
+  reaper removes it if the process dies; never bound into any sandbox: a restore copies it
+  into the new workspace), in memory or under :func:`~taskgym.sandbox.cleanup.runtime_root`
+  as :mod:`taskgym.sandbox.snapshot_store` decides;
 - the shell's state as a bash script: variables (exported and declared; not bash's own
   read-only or special ones), functions, aliases, ``shopt`` and ``set -o`` options, the
   umask and the working folder. It is captured by a command run in the persistent shell
@@ -25,16 +26,14 @@ import os
 import secrets
 import shutil
 import stat
-import string
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from taskgym.errors import SandboxError
-from taskgym.sandbox import _tree
+from taskgym.sandbox import _tree, snapshot_store
 from taskgym.sandbox._commands import CONTROL_DIR
-from taskgym.sandbox.cleanup import runtime_root, session_name
 
 if TYPE_CHECKING:
     from taskgym.sandbox.base import SandboxSpec
@@ -53,8 +52,11 @@ _SKIP_VARS = (  # bash's read-only ones among them; the agent's own read-only on
 ).split()
 """Variables bash sets itself; the fresh shell has its own."""
 
+_SKIP_VAR_SET = frozenset(_SKIP_VARS)
+
 _SKIP_OPTIONS = ("login_shell", "restricted_shell", "history", "monitor", "interactive")
 """``shopt``/``set -o`` lines a running shell cannot take or should not (interactivity)."""
+_SKIP_OPTION_SET = frozenset(_SKIP_OPTIONS)
 
 _SECTIONS = ("variables", "functions", "aliases", "shopt", "set", "umask", "cwd")
 
@@ -115,10 +117,15 @@ class SessionSnapshot:
     copy_note: str = ""
     """Why a clone failed when one did (``EXDEV``: two filesystems; ``EOPNOTSUPP``: no
     reflinks on this filesystem)."""
+    storage: str = "runtime-root"
+    """Where :attr:`folder` is: ``"memory"`` (``/dev/shm``) or ``"runtime-root"`` (see
+    :mod:`taskgym.sandbox.snapshot_store`)."""
+    memory_bytes: int = 0
+    """What it counts in :func:`~taskgym.sandbox.snapshot_store.memory_held` until closed."""
     _finalizer: weakref.finalize[Any, Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._finalizer = weakref.finalize(self, shutil.rmtree, str(self.folder), True)
+        self._finalizer = weakref.finalize(self, _remove, str(self.folder), self.memory_bytes)
 
     @property
     def workspace(self) -> Path:
@@ -166,24 +173,12 @@ class SnapshotSupport:
             raise SandboxError("the session is stopped; a snapshot needs its running shell")
         background = tuple(_describe(pid) for pid in self._background())
         shell = self._capture_shell()
-        folder = runtime_root() / f"{session_name()}-snapshot"
-        folder.mkdir(mode=0o700)
-        (folder / "ws").mkdir(mode=0o700)
-        try:
-            dst = os.open(folder / "ws", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-            stats = _tree.CopyStats()
-            try:
-                size = _tree.copy_tree(self._root_fd, dst, stats)
-            finally:
-                os.close(dst)
-        except BaseException as exc:
-            shutil.rmtree(folder, ignore_errors=True)
-            if isinstance(exc, OSError):
-                raise SandboxError(f"could not save the workspace: {exc}") from exc
-            raise
+        saved = snapshot_store.save(self._root_fd, self.spec.disk_mb << 20,
+                                    self.workspace_storage == "tmpfs")
         mode = stat.S_IMODE(os.fstat(self._root_fd).st_mode)
-        return SessionSnapshot(self.spec, shell, size, background, folder, mode,
-                               stats.method, stats.clone_error)
+        return SessionSnapshot(self.spec, shell, saved.size, background, saved.folder, mode,
+                               saved.stats.method, saved.stats.clone_error, saved.storage,
+                               saved.memory_bytes)
 
     def restore(self, snap: SessionSnapshot) -> None:
         if self._root_fd < 0:
@@ -244,22 +239,17 @@ class SnapshotSupport:
         name = f"capture-{secrets.token_hex(6)}"
         mark = f"__TG_SECTION_{secrets.token_hex(8)}"
         path = f"{CONTROL_DIR}/{name}"
-        skip = "|".join(_SKIP_VARS)
-        names = " ".join(f'"${{!{c}@}}"' for c in string.ascii_letters + "_")
-        # no fork: names come from ${!X@} (each quoted word a name, whatever IFS is) and
-        # builtins are called through \builtin, past the agent's functions and aliases; the
-        # shell's own readonly functions (__ts) are printed too, and fail harmlessly on restore
+        # no fork, and builtins are called through \builtin, past the agent's functions and
+        # aliases; bash's own variables are dropped here (_keep_variables); the shell's own
+        # readonly functions (__ts) are printed too, and fail harmlessly on restore
         script = (
-            f"{{ for __tg_n in {names}; do case $__tg_n in "
-            f"({skip}|__tg_n|BASH_*) ;; (*) \\builtin declare -p -- \"$__tg_n\" 2>/dev/null;; "
-            "esac; done; "
+            "{ \\builtin declare -p; "
             f"\\builtin printf '\\n{mark}\\n'; \\builtin declare -f; "
             f"\\builtin printf '\\n{mark}\\n'; \\builtin alias -p; "
             f"\\builtin printf '\\n{mark}\\n'; \\builtin shopt -p; "
             f"\\builtin printf '\\n{mark}\\n'; \\builtin set +o; "
             f"\\builtin printf '\\n{mark}\\n'; \\builtin umask; "
-            f"\\builtin printf '\\n{mark}\\n%s' \"$PWD\"; }} >{path} 2>/dev/null; "
-            "\\builtin unset __tg_n"
+            f"\\builtin printf '\\n{mark}\\n%s' \"$PWD\"; }} >{path} 2>/dev/null"
         )
         result = self.exec(script, timeout=30.0)
         if result.restarted or result.timed_out:
@@ -291,7 +281,7 @@ class SnapshotSupport:
                                f"{len(parts)} parts of {len(_SECTIONS)})")
         values = dict(zip(_SECTIONS, parts, strict=True))
         return ShellState(
-            variables=values["variables"].strip("\n"),
+            variables=_keep_variables(values["variables"]),
             functions=values["functions"].strip("\n"),
             aliases=values["aliases"].strip("\n"),
             shopt=_keep_options(values["shopt"]),
@@ -308,9 +298,31 @@ class SnapshotSupport:
             raise SandboxError(f"the sandbox's control folder is gone: {exc}") from exc
 
 
+def _remove(folder: str, memory_bytes: int) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
+    snapshot_store.release(memory_bytes)
+
+
+def _keep_variables(text: str) -> str:
+    """The ``declare -p`` listing without bash's own variables (:data:`_SKIP_VARS`,
+    ``BASH_*``). Bash 5 prints one line per variable (a value with a newline or another
+    unprintable character is ``$'...'``-quoted); a line that does not start a declaration
+    (a literal newline in a value, older bash) stays with the one before."""
+    kept: list[str] = []
+    keep = False
+    for line in text.strip("\n").split("\n"):
+        if line.startswith("declare -"):
+            words = line.split(" ", 2)
+            name = words[2].split("=", 1)[0] if len(words) == 3 else ""
+            keep = name not in _SKIP_VAR_SET and not name.startswith("BASH_")
+        if keep:
+            kept.append(line)
+    return "\n".join(kept)
+
+
 def _keep_options(text: str) -> str:
     return "\n".join(line for line in text.strip("\n").splitlines()
-                     if not any(word in line.split() for word in _SKIP_OPTIONS))
+                     if _SKIP_OPTION_SET.isdisjoint(line.split()))
 
 
 def _describe(pid: int) -> BackgroundProcess:

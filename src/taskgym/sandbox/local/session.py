@@ -43,7 +43,7 @@ from taskgym.sandbox.local.protocol import (
     status_socket,
 )
 from taskgym.sandbox.os_errors import resource_error
-from taskgym.sandbox.procs import children, sandbox_processes
+from taskgym.sandbox.procs import children, descendants
 from taskgym.sandbox.snapshot import SnapshotSupport
 
 __all__ = ["LocalSession"]
@@ -393,7 +393,7 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
         if self._proc is None:
             return []
         keep = {self._proc.init_pid, self._proc.proc.pid, *children(self._proc.init_pid)}
-        return [pid for pid, _start in sandbox_processes(self._proc.pidns) if pid not in keep]
+        return [pid for pid in descendants(self._proc.init_pid) if pid not in keep]
 
     def _fresh_shell(self) -> None:
         """A new sandbox (its workspace a new, empty tmpfs) in place of this one."""
