@@ -88,7 +88,9 @@ def prepare_step(task: Task, name: str, session: Session, timeout: float) -> str
                                path.stat().st_mode & 0o777)
     if not (workdir / "setup.sh").is_file():
         return None
-    result = session.exec(f"bash {session.spec.workdir}/setup.sh", timeout=timeout)
+    # apart from the agent's shell: its functions (a `bash` of its own), traps and background
+    # processes could otherwise skip the setup or fake its outcome
+    result = session.exec_apart(f"bash {session.spec.workdir}/setup.sh", timeout=timeout)
     if result.exit_code != 0:
         return (f"step {name!r}: setup.sh exited with code {result.exit_code}: "
                 f"{(result.stderr or result.stdout)[-1000:]}")

@@ -225,6 +225,14 @@ class Session(abc.ABC):
         """
         raise SandboxError(f"{type(self).__name__} does not support snapshots")
 
+    def exec_apart(self, command: str, timeout: float) -> ExecResult:
+        """Run ``command`` where nothing the agent left in the session can reach it (its shell
+        functions, aliases, traps, background processes): the shell's state is captured, every
+        process killed, ``command`` run by a fresh shell, and the state sourced back. For
+        commands the host trusts the outcome of, such as a multi-step task's ``setup.sh``.
+        Background processes are not carried, as in :meth:`restore`."""
+        raise SandboxError(f"{type(self).__name__} cannot run a command apart from its shell")
+
     def restore(self, snap: SessionSnapshot) -> None:
         """Make this session what ``snap`` saved: every process is killed and a fresh shell
         started, the workspace emptied and refilled from the snapshot, the shell state

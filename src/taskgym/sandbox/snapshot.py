@@ -36,7 +36,7 @@ from taskgym.sandbox import _tree, snapshot_store
 from taskgym.sandbox._commands import CONTROL_DIR
 
 if TYPE_CHECKING:
-    from taskgym.sandbox.base import SandboxSpec
+    from taskgym.sandbox.base import ExecResult, SandboxSpec
 
 __all__ = ["BackgroundProcess", "SessionSnapshot", "ShellState", "SnapshotSupport"]
 
@@ -160,8 +160,9 @@ class SnapshotSupport:
         """Host pids of the sandbox's processes other than its shell and its init."""
         raise NotImplementedError
 
-    def _fresh_shell(self) -> None:
-        """Kill every process and start a new shell; the workspace stays."""
+    def _fresh_shell(self, keep_workspace: bool = False) -> None:
+        """Kill every process and start a new shell; the workspace stays when
+        ``keep_workspace`` (else it may be a new, empty one: a restore refills it)."""
         raise NotImplementedError
 
     # -- the API -----------------------------------------------------------------------
@@ -191,12 +192,27 @@ class SnapshotSupport:
         :meth:`Backend.fork <taskgym.sandbox.Backend.fork>` does after starting it."""
         self._apply(snap, clear=False)
 
-    def _apply(self, snap: SessionSnapshot, clear: bool) -> None:
-        """Copy the snapshot's workspace in (after emptying it when ``clear``) and source its
-        shell state into the shell."""
+    def exec_apart(self, command: str, timeout: float) -> ExecResult:
+        """See :meth:`Session.exec_apart <taskgym.sandbox.Session.exec_apart>`; a shell whose
+        state cannot be captured (the agent broke it) is replaced without it."""
         from taskgym.sandbox.base import Session
 
         assert isinstance(self, Session)
+        if self._root_fd < 0:
+            raise SandboxError("the session is closed")
+        try:
+            state: ShellState | None = self._capture_shell()
+        except SandboxError:
+            state = None
+        self._fresh_shell(keep_workspace=True)
+        result = self.exec(command, timeout=timeout)
+        if state is not None:
+            self._source_shell(state)
+        return result
+
+    def _apply(self, snap: SessionSnapshot, clear: bool) -> None:
+        """Copy the snapshot's workspace in (after emptying it when ``clear``) and source its
+        shell state into the shell."""
         src_path = snap.workspace
         try:
             if clear:
@@ -207,17 +223,27 @@ class SnapshotSupport:
             finally:
                 os.close(src)
             os.fchmod(self._root_fd, snap.workspace_mode)
-            name = f"state-{secrets.token_hex(6)}"
+        except OSError as exc:
+            raise SandboxError(f"could not restore the workspace: {exc}") from exc
+        self._source_shell(snap.shell)
+
+    def _source_shell(self, state: ShellState) -> None:
+        """Source ``state`` into the shell, through a file on the control tmpfs."""
+        from taskgym.sandbox.base import Session
+
+        assert isinstance(self, Session)
+        name = f"state-{secrets.token_hex(6)}"
+        try:
             control = self._open_control()
             try:
                 fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
                              | os.O_CLOEXEC, 0o644, dir_fd=control)
                 with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as out:
-                    out.write(snap.shell.script())
+                    out.write(state.script())
             finally:
                 os.close(control)
         except OSError as exc:
-            raise SandboxError(f"could not restore the workspace: {exc}") from exc
+            raise SandboxError(f"could not restore the shell's state: {exc}") from exc
         try:
             result = self.exec(f"\\builtin . {CONTROL_DIR}/{name} 2>/dev/null", timeout=30.0)
         finally:

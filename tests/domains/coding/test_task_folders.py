@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -389,5 +390,36 @@ def test_test_sh_runs_by_its_shebang(tmp_path: Path) -> None:
     try:
         assert run_episode(env, OracleAgent(env)).score == 1.0
         assert run_episode(env, NullAgent()).score == 0.0
+    finally:
+        env.close()
+
+
+@pytest.mark.hacks
+@pytest.mark.parametrize("sandbox", [pytest.param("local", marks=pytest.mark.sandbox),
+                                     pytest.param("docker", marks=pytest.mark.docker)])
+@pytest.mark.parametrize("subversion", [
+    "bash() { return 0; }",                                        # a function shadows bash
+    "shopt -s expand_aliases; alias bash=true",                    # an alias does
+    "/bin/bash() { :; }; bash() { :; }; command() { :; }",         # and the paths it may take
+    "shopt -s extdebug; trap 'false' DEBUG",                       # skips every later command
+    "(while :; do rm -f /app/suffix.txt; sleep 0.01; done) >/dev/null 2>&1 &",  # undoes it
+])
+def test_a_steps_setup_runs_whatever_the_agent_left_in_its_shell(
+        sandbox: str, subversion: str) -> None:
+    """A later step's setup.sh runs apart from the agent's shell (functions, aliases, traps and
+    background processes cannot skip it or undo it); the agent's variables and cwd are kept."""
+    env = taskgym.make("coding-terminal-v0", tasks=str(HARBOR), sandbox=sandbox)
+    try:
+        env.reset(options={"task_id": "multi-step"})
+        play(env, "echo one > list.txt; mkdir -p sub; cd sub; KEEP=kept")
+        play(env, subversion)
+        (text, _reward, terminated, _), = play(env, "submit")
+        assert "# next step: extend" in text and not terminated
+        session = env.unwrapped.session
+        time.sleep(0.1)  # a watcher left running would have removed it by now
+        assert session.read_file("suffix.txt") == b"two\n"
+        if "trap" not in subversion:  # the trap, sourced back, would skip this command too
+            (shown, *_), = play(env, "echo $KEEP $PWD")
+            assert shown.startswith("kept /app/sub")
     finally:
         env.close()

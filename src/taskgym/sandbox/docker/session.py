@@ -250,8 +250,8 @@ class DockerSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
     def _background(self) -> list[int]:
         return [pid for pid, _start in self._container.processes() if pid != self._shell.pid]
 
-    def _fresh_shell(self) -> None:
-        """Kill every process, start a new shell; the workspace (emptied next) stays."""
+    def _fresh_shell(self, keep_workspace: bool = False) -> None:
+        """Kill every process, start a new shell; the container's workspace always stays."""
         with self._lock:
             if self._root_fd < 0:
                 raise SandboxError("the session is closed")

@@ -395,9 +395,13 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
         keep = {self._proc.init_pid, self._proc.proc.pid, *children(self._proc.init_pid)}
         return [pid for pid in descendants(self._proc.init_pid) if pid not in keep]
 
-    def _fresh_shell(self) -> None:
-        """A new sandbox (its workspace a new, empty tmpfs) in place of this one."""
+    def _fresh_shell(self, keep_workspace: bool = False) -> None:
+        """A new sandbox in place of this one: holding the same workspace when
+        ``keep_workspace``, else a new, empty tmpfs."""
         with self._lock:
+            if keep_workspace:
+                self._restart()
+                return
             self._shutdown_processes()
             self._boot(seed_dir=None, seed_fd=None)
 
