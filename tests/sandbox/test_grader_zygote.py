@@ -21,7 +21,7 @@ import pytest
 import taskgym
 from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task
-from taskgym.sandbox import Backend, SandboxSpec
+from taskgym.sandbox import Backend, LocalConfig, SandboxSpec, get_backend
 from taskgym.sandbox.grading import run_grader
 from taskgym.sandbox.local.zygote import live_zygotes
 from taskgym.sandbox.warm import close_warm_graders
@@ -148,7 +148,7 @@ def cad_tasks() -> Any:
 @pytest.fixture
 def zygote(monkeypatch: pytest.MonkeyPatch, local_backend: Backend) -> Iterator[Backend]:
     monkeypatch.setenv("TASKGYM_WARM_GRADERS", "1")
-    monkeypatch.setenv("TASKGYM_GRADER_ZYGOTE", "1")
+    monkeypatch.setattr(local_backend, "grader_zygote", True)
     close_warm_graders(local_backend)
     yield local_backend
     close_warm_graders(local_backend)
@@ -223,6 +223,24 @@ def test_a_zygote_that_cannot_start_leaves_grades_to_the_pool(
         result = grade_code(task, _solution(task).encode(), zygote)
         assert result.score == 1.0 and result.details["grader_path"] == "pool"
     assert live_zygotes(zygote) == []
+
+
+def test_a_backend_configured_without_zygotes_grades_in_the_pool(
+        local_backend: Backend, cad_tasks: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``LocalConfig(grader_zygote=False)`` turns zygotes off for its backend, whatever the
+    variable (a default only) says; the default config's backend forks from a zygote."""
+    monkeypatch.setenv("TASKGYM_GRADER_ZYGOTE", "1")
+    task = cad_tasks.get("plate-four-holes")
+    backends = {on: get_backend(LocalConfig(grader_zygote=on, warm_graders=1)) for on in (False, True)}
+    try:
+        for on, backend in backends.items():
+            result = grade_code(task, _solution(task).encode(), backend)
+            assert result.score == 1.0, result.details.get("reason")
+            assert result.details["grader_path"] == ("zygote" if on else "pool")
+            assert bool(live_zygotes(backend)) is on
+    finally:
+        for backend in backends.values():
+            close_warm_graders(backend)
 
 
 def _sleepers_of_ours() -> list[int]:

@@ -128,7 +128,7 @@ def two_warm(monkeypatch: pytest.MonkeyPatch, backend: Backend, cad_tasks: Any,
     if request.param == "zygote" and backend.name != "local":
         pytest.skip("grader zygotes are a local-backend path")
     monkeypatch.setattr(backend, "warm_graders", 2)
-    monkeypatch.setenv("TASKGYM_GRADER_ZYGOTE", "1" if request.param == "zygote" else "0")
+    monkeypatch.setattr(backend, "grader_zygote", request.param == "zygote", raising=False)
     close_warm_graders(backend)
     grader = grader_of(cad_tasks.get("plate-four-holes"))
     leases = [Lease(backend, grader.spec, grader.argv, grader.preload or ()) for _ in range(2)]
@@ -141,9 +141,9 @@ def two_warm(monkeypatch: pytest.MonkeyPatch, backend: Backend, cad_tasks: Any,
 
 
 @pytest.fixture
-def pool_path(monkeypatch: pytest.MonkeyPatch) -> None:
+def pool_path(monkeypatch: pytest.MonkeyPatch, backend: Backend) -> None:
     """Grades take the pool even where a zygote would serve them (the pool's own tests)."""
-    monkeypatch.setenv("TASKGYM_GRADER_ZYGOTE", "0")
+    monkeypatch.setattr(backend, "grader_zygote", False, raising=False)
 
 
 def default_path(backend: Backend) -> str:

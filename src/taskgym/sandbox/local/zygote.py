@@ -18,7 +18,8 @@ workspace in, and sends the go message as :mod:`taskgym.sandbox.warm_run` does. 
 docs/security.md, "Warm graders". The grade's host side (its cgroup, workspace, exit report)
 is :mod:`taskgym.sandbox.local.zygote_grade`.
 
-``TASKGYM_GRADER_ZYGOTE=0`` turns zygotes off (grades then use the warm pool). A zygote that
+A backend whose config says ``grader_zygote=False`` (:class:`~taskgym.sandbox.config.LocalConfig`;
+its default is ``TASKGYM_GRADER_ZYGOTE``) uses no zygote: its warm grades use the pool. A zygote that
 cannot start (user namespaces refused, ``nsenter`` missing, a library that starts threads)
 marks its kind broken for the process; its grades use the pool, and say so.
 """
@@ -46,7 +47,7 @@ from taskgym.sandbox.local.zygote_grade import ZygoteGrade, await_ready
 if TYPE_CHECKING:
     from taskgym.sandbox.local.launch import Launched, LocalBackend
 
-__all__ = ["GraderZygote", "close_zygote", "close_zygotes", "enabled", "fork_grade",
+__all__ = ["GraderZygote", "close_zygote", "close_zygotes", "fork_grade",
            "live_zygotes", "start_zygote", "zygote_command"]
 
 BOOT_SEC = 300.0
@@ -55,11 +56,6 @@ READY_SEC = 30.0
 """Longest a forked grade may take to enter its namespaces."""
 SHM_BYTES = 64 << 20
 """The size of a grade's /dev/shm (as bwrap's in an ordinary sandbox)."""
-
-
-def enabled() -> bool:
-    """Whether grades may use zygotes: ``TASKGYM_GRADER_ZYGOTE`` is not ``0``."""
-    return os.environ.get("TASKGYM_GRADER_ZYGOTE", "1") != "0"
 
 
 def zygote_command(argv: list[str]) -> list[str]:
@@ -197,9 +193,11 @@ def _booter() -> None:
 
 
 def _usable(backend: Backend) -> bool:
+    """Whether ``backend`` forks its warm grades from zygotes: a local one whose config's
+    ``grader_zygote`` is on."""
     from taskgym.sandbox.local.launch import LocalBackend
 
-    return enabled() and isinstance(backend, LocalBackend)
+    return isinstance(backend, LocalBackend) and backend.grader_zygote
 
 
 def _get(backend: Backend, spec: SandboxSpec, argv: list[str], version: str) -> GraderZygote | None:
