@@ -315,3 +315,50 @@ def test_a_reset_boots_the_zygote_and_the_last_env_closes_it(zygote: Backend, ca
         for env in envs:
             env.close()
     assert _wait_for(lambda: not live_zygotes(zygote) and not os.path.exists(f"/proc/{pid}"), 30)
+
+
+def _sleeping_grader(folder: Path) -> tuple[SandboxSpec, list[str]]:
+    """A grader (preloading ``helper``) that sleeps ``SLEEP`` seconds, then reports."""
+    folder.mkdir(exist_ok=True)
+    (folder / "helper.py").write_text("VERSION = 1\n")
+    (folder / "g.py").write_text(textwrap.dedent("""
+        import json, os, time
+        time.sleep(float(os.environ.get("SLEEP", "0")))
+        nonce = os.read(int(os.environ["TASKGYM_NONCE_FD"]), 64).decode()
+        with os.fdopen(int(os.environ["TASKGYM_REPORT_FD"]), "w") as report:
+            print(nonce, json.dumps({"slept": os.environ.get("SLEEP", "0")}), file=report)
+    """))
+    return SandboxSpec(ro_binds={str(folder): "/.g"}), ["python3", "-I", "/.g/g.py"]
+
+
+def test_an_idle_zygote_is_stopped_and_boots_again_on_demand(
+        zygote: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The idle sweep (the backend's ``warm_idle_sec``) stops a zygote whose kind had no grade
+    and no reset for that long, but not while a grade of it runs nor while a live episode
+    counts on it; the next grade boots it again."""
+    from taskgym.sandbox.warm_leases import Lease
+
+    monkeypatch.setattr(zygote, "warm_idle_sec", 1.0)
+    spec, argv = _sleeping_grader(tmp_path / "grader")
+
+    def grade(sleep: float) -> None:
+        run = run_grader(zygote, spec.model_copy(update={"env": {"SLEEP": str(sleep)}}), argv,
+                         seed=None, timeout=60, preload=("helper",))
+        assert run.path == "zygote" and run.records == [{"slept": str(sleep)}], run.log()
+
+    grade(0)
+    (pid,) = live_zygotes(zygote)
+    grade(4)  # longer than the idle time: the sweep leaves a zygote whose grade runs
+    assert live_zygotes(zygote) == [pid]
+    lease = Lease(zygote, spec, argv, ("helper",))
+    try:
+        lease.expect()  # an episode that will grade: its zygote is kept however long it runs
+        time.sleep(4)
+        assert live_zygotes(zygote) == [pid]
+        lease.settle()
+        assert _wait_for(lambda: not live_zygotes(zygote) and not os.path.exists(f"/proc/{pid}"), 30)
+        grade(0)  # the next demand boots it again
+        (again,) = live_zygotes(zygote)
+        assert again != pid
+    finally:
+        lease.close()

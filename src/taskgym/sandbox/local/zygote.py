@@ -22,6 +22,11 @@ A backend whose config says ``grader_zygote=False`` (:class:`~taskgym.sandbox.co
 its default is ``TASKGYM_GRADER_ZYGOTE``) uses no zygote: its warm grades use the pool. A zygote that
 cannot start (user namespaces refused, ``nsenter`` missing, a library that starts threads)
 marks its kind broken for the process; its grades use the pool, and say so.
+
+A zygote lives while its kind is in use: its last warm-grader lease's close stops it, and so
+does the idle sweep (:func:`sweep_zygotes`) once its kind had no grade and no reset for the
+backend's ``warm_idle_sec``, no grade of it runs and no live episode counts on it; the next
+demand (a reset, a grade) boots it again.
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ if TYPE_CHECKING:
     from taskgym.sandbox.local.launch import Launched, LocalBackend
 
 __all__ = ["GraderZygote", "close_zygote", "close_zygotes", "fork_grade",
-           "live_zygotes", "start_zygote", "zygote_command"]
+           "live_zygotes", "start_zygote", "sweep_zygotes", "zygote_command"]
 
 BOOT_SEC = 300.0
 """Longest a zygote may take to import its modules."""
@@ -56,6 +61,8 @@ READY_SEC = 30.0
 """Longest a forked grade may take to enter its namespaces."""
 SHM_BYTES = 64 << 20
 """The size of a grade's /dev/shm (as bwrap's in an ordinary sandbox)."""
+SWEEP_SEC = 1.0
+"""How often the zygotes' booting thread, when it has nothing to boot, stops idle zygotes."""
 
 
 def zygote_command(argv: list[str]) -> list[str]:
@@ -67,8 +74,14 @@ def zygote_command(argv: list[str]) -> list[str]:
 class GraderZygote:
     """One zygote: ``argv`` (:func:`zygote_command`) in a nested-capable sandbox of ``spec``."""
 
-    def __init__(self, backend: LocalBackend, spec: SandboxSpec, argv: list[str], version: str) -> None:
+    def __init__(self, backend: LocalBackend, spec: SandboxSpec, argv: list[str], version: str,
+                 kind: tuple[int, str]) -> None:
         self.backend = backend
+        self.kind = kind
+        """The warm graders' kind it serves (:func:`~taskgym.sandbox.warm.kind_key`)."""
+        self.used = time.monotonic()
+        """When a grade or a reset of its kind last asked for it (:func:`sweep_zygotes`)."""
+        self.forked: list[ZygoteGrade] = []
         self.spec = spec
         self.argv = argv
         self.version = version
@@ -142,7 +155,10 @@ class GraderZygote:
                 socket.send_fds(self.channel, [request], [inner.fileno()])
             inner.close()
             pid, fork_cpu = await_ready(host, min(deadline, time.monotonic() + READY_SEC))
-            return ZygoteGrade(host, pid, grade_spec, fork_cpu)
+            grade = ZygoteGrade(host, pid, grade_spec, fork_cpu)
+            with self.lock:
+                self.forked.append(grade)
+            return grade
         except OSError as exc:
             host.close()
             raise SandboxError(f"the grader zygote could not fork a grade: {exc}") from exc
@@ -151,6 +167,15 @@ class GraderZygote:
             raise
         finally:
             inner.close()
+
+    def idle(self, now: float) -> bool:
+        """Whether it booted, no grade of it runs, and nothing asked for it for the backend's
+        ``warm_idle_sec`` (a running grade counts as asking)."""
+        with self.lock:
+            self.forked = [grade for grade in self.forked if grade.pidfd >= 0]
+            if self.forked:
+                self.used = now
+        return self.done.is_set() and now - self.used >= self.backend.warm_idle_sec
 
     def close(self) -> None:
         self.closed = True
@@ -185,7 +210,11 @@ def _forget_if_forked() -> None:
 
 def _booter() -> None:
     while True:
-        zygote = _JOBS.get()
+        try:
+            zygote = _JOBS.get(timeout=SWEEP_SEC)
+        except queue.Empty:
+            sweep_zygotes()
+            continue
         if not zygote.closed:
             zygote.boot()
         else:
@@ -211,6 +240,8 @@ def _get(backend: Backend, spec: SandboxSpec, argv: list[str], version: str) -> 
     command = zygote_command(argv)
     key = _key(backend, spec, command)
     stale = None
+    from taskgym.sandbox.warm import kind_key
+
     with _LOCK:
         _forget_if_forked()
         if key in _BROKEN:
@@ -223,11 +254,13 @@ def _get(backend: Backend, spec: SandboxSpec, argv: list[str], version: str) -> 
                 return None
             stale, zygote = _ZYGOTES.pop(key), None
         if zygote is None:
-            zygote = _ZYGOTES[key] = GraderZygote(backend, spec, command, version)
+            zygote = _ZYGOTES[key] = GraderZygote(backend, spec, command, version,
+                                                  kind_key(backend, spec, argv))
             if not _BOOTER:
                 _BOOTER.append(threading.Thread(target=_booter, daemon=True, name="taskgym-zygote"))
                 _BOOTER[0].start()
             _JOBS.put(zygote)
+        zygote.used = time.monotonic()
     if stale is not None:
         stale.close()
     return zygote
@@ -252,8 +285,9 @@ def fork_grade(backend: Backend, spec: SandboxSpec, argv: list[str], version: st
     try:
         return zygote.fork(grade_spec, deadline)
     except SandboxError as exc:  # fail safe: this kind uses the pool from now on
-        if not zygote.done.is_set():
-            return None  # still importing at the grade's deadline: not a failure of the zygote
+        if not zygote.done.is_set() or (zygote.closed and not zygote.error):
+            return None  # still importing at the grade's deadline, or closed meanwhile (its
+            # last lease, the idle sweep): not a failure of the zygote
         zygote.error = zygote.error or str(exc)
         with _LOCK:
             keys = [k for k, z in _ZYGOTES.items() if z is zygote]
@@ -262,6 +296,22 @@ def fork_grade(backend: Backend, spec: SandboxSpec, argv: list[str], version: st
                 _ZYGOTES.pop(key)
         zygote.close()
         return None
+
+
+def sweep_zygotes() -> None:
+    """Stop the zygotes idle past their backend's ``warm_idle_sec`` (:meth:`GraderZygote.idle`)
+    that no live episode counts on (no warm-grader lease of their kind expects a grade)."""
+    from taskgym.sandbox.warm_leases import expected
+
+    now = time.monotonic()
+    with _LOCK:
+        zygotes = list(_ZYGOTES.values())
+    counted = {z.kind for z in zygotes if expected(z.kind)}
+    with _LOCK:
+        keys = [k for k, z in _ZYGOTES.items() if z.kind not in counted and z.idle(now)]
+        stale = [_ZYGOTES.pop(k) for k in keys]
+    for zygote in stale:
+        zygote.close()
 
 
 def live_zygotes(backend: Backend | None = None) -> list[int]:
