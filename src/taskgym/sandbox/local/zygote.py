@@ -195,17 +195,23 @@ _BROKEN: set[tuple[int, str]] = set()
 _LOCK = threading.Lock()
 _JOBS: queue.Queue[GraderZygote] = queue.Queue()
 _BOOTER: list[threading.Thread] = []
-_OWNER = [os.getpid()]
 
 
-def _forget_if_forked() -> None:
-    """In a process forked from the one that started them, the zygotes and the booting
-    thread are the parent's: start afresh (called with ``_LOCK`` held)."""
-    if _OWNER[0] != os.getpid():
-        _OWNER[0] = os.getpid()
-        _ZYGOTES.clear()
-        _BROKEN.clear()
-        _BOOTER.clear()
+def _forget_in_child() -> None:
+    """In a process forked from the one that started them, the zygotes (and those queued to
+    boot) and the booting thread are the parent's: start afresh, neither using nor closing
+    them; then free ``_LOCK``, held across the fork so that no other thread left these
+    half-changed."""
+    global _JOBS
+    _ZYGOTES.clear()
+    _BROKEN.clear()
+    _BOOTER.clear()
+    _JOBS = queue.Queue()
+    _LOCK.release()
+
+
+os.register_at_fork(before=_LOCK.acquire, after_in_parent=_LOCK.release,
+                    after_in_child=_forget_in_child)
 
 
 def _booter() -> None:
@@ -243,7 +249,6 @@ def _get(backend: Backend, spec: SandboxSpec, argv: list[str], version: str) -> 
     from taskgym.sandbox.warm import kind_key
 
     with _LOCK:
-        _forget_if_forked()
         if key in _BROKEN:
             return None
         zygote = _ZYGOTES.get(key)
@@ -337,7 +342,6 @@ def close_zygotes(backend: Backend | None = None) -> None:
 def close_zygote(backend: Backend, spec: SandboxSpec, argv: list[str]) -> None:
     """Close the zygote of this kind, if one runs (when its last warm-grader lease closes)."""
     with _LOCK:
-        _forget_if_forked()
         zygote = _ZYGOTES.pop(_key(backend, spec, zygote_command(argv)), None)
     if zygote is not None:
         zygote.closed = True
