@@ -362,3 +362,127 @@ def test_an_idle_zygote_is_stopped_and_boots_again_on_demand(
         assert again != pid
     finally:
         lease.close()
+
+
+LOCKS = textwrap.dedent("""
+    import errno, fcntl, json, os, struct, time
+    PATHS = ["/usr/bin/env", "/usr/lib", "/", "/.g/g.py", "/dev/null"]
+
+    def flock_struct(kind, start):
+        return struct.pack("hhqqi4x", kind, os.SEEK_SET, start, 1, 0)
+
+    def attempt(call):
+        try:
+            call()
+            return "ok"
+        except OSError as exc:
+            return errno.errorcode.get(exc.errno, str(exc.errno))
+
+    def hold():
+        got, fds = {}, []
+        for path in PATHS:
+            fd = os.open(path, os.O_RDONLY)
+            fds.append(fd)
+            got[path] = [attempt(lambda: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)),
+                         attempt(lambda: fcntl.fcntl(fd, fcntl.F_SETLK, flock_struct(fcntl.F_RDLCK, 0))),
+                         attempt(lambda: fcntl.fcntl(fd, fcntl.F_OFD_SETLK, flock_struct(fcntl.F_RDLCK, 1)))]
+        return got, fds
+
+    def probe():
+        seen = {}
+        for path in PATHS:
+            fd = os.open(path, os.O_RDONLY)
+            found = []
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            except OSError as exc:
+                found.append("flock" if exc.errno == errno.EWOULDBLOCK else "flock " + str(exc.errno))
+            for name, command, start in (("posix", fcntl.F_GETLK, 0), ("ofd", fcntl.F_OFD_GETLK, 1)):
+                try:
+                    answer = fcntl.fcntl(fd, command, flock_struct(fcntl.F_WRLCK, start))
+                    if struct.unpack("hhqqi4x", answer)[0] != fcntl.F_UNLCK:
+                        found.append(name)
+                except OSError as exc:
+                    found.append(name + " " + str(exc.errno))
+            seen[path] = found
+            os.close(fd)
+        try:
+            seen["/proc/locks"] = open("/proc/locks").read().count("\\n")
+        except OSError as exc:
+            seen["/proc/locks"] = "errno " + str(exc.errno)
+        return seen
+
+    role = os.environ["ROLE"]
+    if role == "hold":  # the sender: locks every file and holds them while the other probes
+        record, fds = hold()
+        time.sleep(float(os.environ["HOLD"]))
+    elif role == "probe":  # the receiver
+        record = probe()
+    else:  # both, in one grade: a child holds, this process probes (the probe is not blind)
+        read, write = os.pipe()
+        if os.fork() == 0:
+            hold()
+            os.write(write, b"x")
+            time.sleep(30)
+            os._exit(0)
+        os.read(read, 1)
+        record = probe()
+    nonce = os.read(int(os.environ["TASKGYM_NONCE_FD"]), 64).decode()
+    with os.fdopen(int(os.environ["TASKGYM_REPORT_FD"]), "w") as report:
+        print(nonce, json.dumps(record), file=report)
+""")
+
+
+def test_concurrent_grades_share_no_file_lock(zygote: Backend, tmp_path: Path) -> None:
+    """A grade that takes every kind of file lock (flock, POSIX record, open-file-description)
+    on the files it shares with every other grade (the zygote's read-only inodes: a system
+    binary and folder, the root, the grader's own folder, /dev/null) is refused each, and a
+    grade running meanwhile that probes them (flock, F_GETLK, F_OFD_GETLK, /proc/locks) finds
+    nothing: no lock carries a bit from one grade to another."""
+    folder = tmp_path / "grader"
+    folder.mkdir()
+    (folder / "helper.py").write_text("VERSION = 1\n")
+    (folder / "g.py").write_text(LOCKS)
+    argv = ["python3", "-I", "/.g/g.py"]
+
+    def grade(role: str, **env: str) -> Any:
+        spec = SandboxSpec(ro_binds={str(folder): "/.g"}, env={"ROLE": role, **env})
+        run = run_grader(zygote, spec, argv, seed=None, timeout=60, preload=("helper",))
+        assert run.path == "zygote" and run.records, run.log()
+        return run.records[0]
+
+    grade("probe")  # boots the zygote
+    held: list[Any] = []
+    thread = threading.Thread(target=lambda: held.append(grade("hold", HOLD="6")))
+    thread.start()
+    time.sleep(3)  # the holder's grade is forked and holds (or tried to take) its locks
+    seen = grade("probe")
+    thread.join(60)
+    assert held, "the holding grade did not report"
+    for path, results in held[0].items():
+        assert results == ["ENOLCK"] * 3, (path, results)  # no grade may take a lock
+    assert all(found == ["flock 37", "posix 37", "ofd 37"] for path, found in seen.items()
+               if path != "/proc/locks"), seen  # nor probe for one (ENOLCK)
+    assert seen["/proc/locks"] in (0, "errno 13"), seen  # covered: lists no lock of the machine
+
+
+def test_the_lock_probe_sees_locks_where_they_are_allowed(local_backend: Backend, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe is not blind: in a pre-started grader (an ordinary sandbox, where locks are
+    allowed), a child that holds the locks is seen by every kind of probe on every file."""
+    monkeypatch.setattr(local_backend, "grader_zygote", False)
+    folder = tmp_path / "grader"
+    folder.mkdir()
+    (folder / "helper.py").write_text("VERSION = 1\n")
+    (folder / "g.py").write_text(LOCKS)
+    spec = SandboxSpec(ro_binds={str(folder): "/.g"}, env={"ROLE": "both"})
+    run = run_grader(local_backend, spec, ["python3", "-I", "/.g/g.py"], seed=None, timeout=60,
+                     preload=("helper",))
+    assert run.path == "pool" and run.records, run.log()
+    seen = run.records[0]
+    for path in ("/usr/bin/env", "/.g/g.py", "/dev/null"):
+        assert seen[path] == ["flock", "posix", "ofd"], (path, seen)
+    assert seen["/"] and seen["/usr/lib"], seen  # folders: flock at least
+    assert isinstance(seen["/proc/locks"], int) and seen["/proc/locks"] > 0  # the child's locks
+    close_warm_graders(local_backend)

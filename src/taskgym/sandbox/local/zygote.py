@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING
 
 from taskgym.errors import SandboxError
 from taskgym.sandbox._commands import CONTROL_DIR, CONTROL_MB
-from taskgym.sandbox._seccomp import seccomp_program
+from taskgym.sandbox._seccomp import grade_seccomp_program
 from taskgym.sandbox.base import Backend, SandboxSpec
 from taskgym.sandbox.local.command_line import NESTED_PROC
 from taskgym.sandbox.local.zygote_grade import ZygoteGrade, await_ready
@@ -147,7 +147,7 @@ class GraderZygote:
         mounts = [[grade_spec.workdir, grade_spec.disk_mb << 20], ["/tmp", grade_spec.tmp_mb << 20],
                   ["/dev/shm", SHM_BYTES], [CONTROL_DIR, CONTROL_MB << 20],
                   *([path, grade_spec.tmp_mb << 20] for path in grade_spec.writable_dirs)]
-        request = json.dumps({"mounts": mounts, "seccomp": seccomp_program().hex()}).encode()
+        request = json.dumps({"mounts": mounts, "seccomp": grade_seccomp_program().hex()}).encode()
         host, inner = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             host.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
