@@ -365,7 +365,8 @@ def test_an_idle_zygote_is_stopped_and_boots_again_on_demand(
 
 
 LOCKS = textwrap.dedent("""
-    import errno, fcntl, json, os, struct, time
+    import ctypes, errno, fcntl, json, os, struct, time
+    libc = ctypes.CDLL(None, use_errno=True)
     PATHS = ["/usr/bin/env", "/usr/lib", "/", "/.g/g.py", "/dev/null"]
 
     def flock_struct(kind, start):
@@ -387,6 +388,24 @@ LOCKS = textwrap.dedent("""
                          attempt(lambda: fcntl.fcntl(fd, fcntl.F_SETLK, flock_struct(fcntl.F_RDLCK, 0))),
                          attempt(lambda: fcntl.fcntl(fd, fcntl.F_OFD_SETLK, flock_struct(fcntl.F_RDLCK, 1)))]
         return got, fds
+
+    def keep_opening(seconds):  # what a watch for opens of a shared file would see
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            os.close(os.open("/usr/bin/true", os.O_RDONLY))  # not a locked one: a close
+            # drops the process's POSIX locks on that file
+            time.sleep(0.02)
+
+    def watch():
+        fd = libc.inotify_init1(os.O_NONBLOCK)
+        if fd < 0:
+            return "errno " + str(ctypes.get_errno())
+        libc.inotify_add_watch(fd, b"/usr/bin/true", 0x20)  # IN_OPEN
+        time.sleep(1)
+        try:
+            return "seen" if os.read(fd, 4096) else "none"
+        except BlockingIOError:
+            return "none"
 
     def probe():
         seen = {}
@@ -411,12 +430,13 @@ LOCKS = textwrap.dedent("""
             seen["/proc/locks"] = open("/proc/locks").read().count("\\n")
         except OSError as exc:
             seen["/proc/locks"] = "errno " + str(exc.errno)
+        seen["inotify"] = watch()
         return seen
 
     role = os.environ["ROLE"]
     if role == "hold":  # the sender: locks every file and holds them while the other probes
         record, fds = hold()
-        time.sleep(float(os.environ["HOLD"]))
+        keep_opening(float(os.environ["HOLD"]))
     elif role == "probe":  # the receiver
         record = probe()
     else:  # both, in one grade: a child holds, this process probes (the probe is not blind)
@@ -424,7 +444,7 @@ LOCKS = textwrap.dedent("""
         if os.fork() == 0:
             hold()
             os.write(write, b"x")
-            time.sleep(30)
+            keep_opening(30)
             os._exit(0)
         os.read(read, 1)
         record = probe()
@@ -437,9 +457,10 @@ LOCKS = textwrap.dedent("""
 def test_concurrent_grades_share_no_file_lock(zygote: Backend, tmp_path: Path) -> None:
     """A grade that takes every kind of file lock (flock, POSIX record, open-file-description)
     on the files it shares with every other grade (the zygote's read-only inodes: a system
-    binary and folder, the root, the grader's own folder, /dev/null) is refused each, and a
-    grade running meanwhile that probes them (flock, F_GETLK, F_OFD_GETLK, /proc/locks) finds
-    nothing: no lock carries a bit from one grade to another."""
+    binary and folder, the root, the grader's own folder, /dev/null), and keeps opening one,
+    is refused each lock, and a grade running meanwhile that probes them (flock, F_GETLK,
+    F_OFD_GETLK, /proc/locks, an inotify watch for opens) finds nothing: no lock or file
+    event carries a bit from one grade to another."""
     folder = tmp_path / "grader"
     folder.mkdir()
     (folder / "helper.py").write_text("VERSION = 1\n")
@@ -463,7 +484,8 @@ def test_concurrent_grades_share_no_file_lock(zygote: Backend, tmp_path: Path) -
     for path, results in held[0].items():
         assert results == ["ENOLCK"] * 3, (path, results)  # no grade may take a lock
     assert all(found == ["flock 37", "posix 37", "ofd 37"] for path, found in seen.items()
-               if path != "/proc/locks"), seen  # nor probe for one (ENOLCK)
+               if path.startswith("/") and path != "/proc/locks"), seen  # nor probe one (ENOLCK)
+    assert seen["inotify"] == "errno 1", seen  # nor watch the holder open a shared file
     assert seen["/proc/locks"] in (0, "errno 13"), seen  # covered: lists no lock of the machine
 
 
@@ -485,4 +507,5 @@ def test_the_lock_probe_sees_locks_where_they_are_allowed(local_backend: Backend
         assert seen[path] == ["flock", "posix", "ofd"], (path, seen)
     assert seen["/"] and seen["/usr/lib"], seen  # folders: flock at least
     assert isinstance(seen["/proc/locks"], int) and seen["/proc/locks"] > 0  # the child's locks
+    assert seen["inotify"] == "seen", seen  # the child's opens of a shared file
     close_warm_graders(local_backend)
