@@ -526,40 +526,56 @@ def warm_path(request: pytest.FixtureRequest, backend: Backend, monkeypatch: pyt
     return str(request.param)
 
 
-def _in_forked_child(work: Any) -> Any:
-    """``work()``'s value (JSON), computed in a child forked from this process (``os.fork``,
-    as multiprocessing's ``fork`` start method does); its failure raised here."""
+def _answer(work: Any, write: int) -> None:
+    """Write ``work()``'s value (or its traceback) as JSON to ``write`` (in the child)."""
     import json
     import traceback
+
+    try:
+        answer = {"value": work()}
+    except BaseException:
+        answer = {"error": traceback.format_exc()}
+    os.write(write, json.dumps(answer).encode())
+
+
+def _in_forked_child(work: Any, how: str) -> Any:
+    """``work()``'s value (JSON), computed in a child forked from this process by ``how``
+    (``os.fork``, or ``multiprocessing``'s ``fork`` start method); its failure raised here."""
+    import json
+    import multiprocessing
     import warnings
 
     read, write = os.pipe()
     with warnings.catch_warnings():  # Python 3.12+ warns of forking a threaded process: the point
         warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
-    if pid == 0:  # the child: never returns into pytest
-        try:
-            os.close(read)
-            try:
-                answer = {"value": work()}
-            except BaseException:
-                answer = {"error": traceback.format_exc()}
-            os.write(write, json.dumps(answer).encode())
-        finally:
-            os._exit(0)
+        if how == "multiprocessing":
+            process = multiprocessing.get_context("fork").Process(target=_answer, args=(work, write))
+            process.start()
+        else:
+            pid = os.fork()
+            if pid == 0:  # the child: never returns into pytest
+                try:
+                    os.close(read)
+                    _answer(work, write)
+                finally:
+                    os._exit(0)
     os.close(write)
     chunks = []
     while chunk := os.read(read, 1 << 16):
         chunks.append(chunk)
     os.close(read)
-    os.waitpid(pid, 0)
+    if how == "multiprocessing":
+        process.join(30)
+    else:
+        os.waitpid(pid, 0)
     answer = json.loads(b"".join(chunks) or b'{"error": "the child wrote nothing"}')
     assert "error" not in answer, answer["error"]
     return answer["value"]
 
 
+@pytest.mark.parametrize("how", ["os.fork", "multiprocessing"])
 def test_a_forked_child_grades_with_its_own_graders_and_leaves_the_parents(
-        warm_path: str, backend: Backend, tmp_path: Path) -> None:
+        warm_path: str, backend: Backend, tmp_path: Path, how: str) -> None:
     """A child forked from a process with warm graders (a pool's pre-started grader waiting,
     or a zygote running, and their booting threads) inherits none of them: it sees no pool
     and no zygote, its close touches nothing of the parent's, its grades run in graders of
@@ -592,7 +608,7 @@ def test_a_forked_child_grades_with_its_own_graders_and_leaves_the_parents(
             close_warm_graders(backend)
             return {"seen": seen, "grades": grades, "booted": booted, "own": own}
 
-        got = _in_forked_child(child)
+        got = _in_forked_child(child, how)
         assert got["seen"] == [0, []], got  # neither the parent's pool nor its zygote
         assert got["booted"], "the child's own booting thread never booted its graders"
         child_ids = {g["id"] for g in got["grades"]}
