@@ -172,7 +172,7 @@ class GraderZygote:
         """Whether it booted, no grade of it runs, and nothing asked for it for the backend's
         ``warm_idle_sec`` (a running grade counts as asking)."""
         with self.lock:
-            self.forked = [grade for grade in self.forked if grade.pidfd >= 0]
+            self.forked = [grade for grade in self.forked if not grade.closed]
             if self.forked:
                 self.used = now
         return self.done.is_set() and now - self.used >= self.backend.warm_idle_sec
