@@ -4,7 +4,7 @@ grade at a time, in bursts, and in a realistic RL pattern.
     python3 benchmarks/warm_grading.py [--quick] [--backend local|docker] [--burst N] [--envs K]
 
 (a) One grade. Cold: the backend's ``warm_graders`` is 0, the grader's sandbox started for the
-grade. Pool (``TASKGYM_GRADER_ZYGOTE=0``): the grade finds a pre-started grader that imported
+grade. Pool (a local backend's ``grader_zygote`` off): the grade finds a pre-started grader that imported
 CadQuery (trimesh) already; between grades the benchmark waits until the pool refilled, as an
 agent's episode would (the refill overlaps the episode). Zygote (local backend only, the
 default there): the kind's grader zygote, which imported once, forks the grade into fresh
@@ -72,7 +72,6 @@ def measure(grade: Callable[[Backend], RewardResult], backend: Backend, runs: in
             ) -> tuple[list[float], list[float]]:
     """(a) Wall seconds and CPU seconds (host + sandbox) of ``runs`` grades on ``backend`` by
     ``path`` (``cold``: its ``warm_graders`` is 0; ``pool`` or ``zygote``)."""
-    os.environ["TASKGYM_GRADER_ZYGOTE"] = "1" if path == "zygote" else "0"
     close_warm_graders(backend)
     try:
         if backend.warm_graders:
@@ -90,7 +89,6 @@ def measure(grade: Callable[[Backend], RewardResult], backend: Backend, runs: in
             cpus.append(_cpu() - host + float(result.details["verifier_cpu_seconds"]))
     finally:
         close_warm_graders(backend)
-        os.environ.pop("TASKGYM_GRADER_ZYGOTE", None)
     return walls, cpus
 
 
@@ -178,13 +176,14 @@ def _report(name: str, target: tuple[str, float], one: dict[str, tuple[list[floa
 
 def _domain(name: str, grade: Callable[[Backend], RewardResult], grader: Grader,
             make: Callable[[], Any], reset: dict[str, Any], step: dict[str, Any],
-            backends: tuple[Backend, Backend], options: argparse.Namespace,
+            backends: tuple[Backend, Backend, Backend], options: argparse.Namespace,
             target: tuple[str, float]) -> None:
     runs, rounds = (3, 1) if options.quick else (7, 2)
-    backend, cold_backend = backends
-    one = {"cold": measure(grade, cold_backend, runs, "cold")}
-    for path in ("pool", *(("zygote",) if options.backend == "local" else ())):
-        one[path] = measure(grade, backend, runs, path)
+    backend, cold_backend, pool_backend = backends
+    one = {"cold": measure(grade, cold_backend, runs, "cold"),
+           "pool": measure(grade, pool_backend, runs, "pool")}
+    if options.backend == "local":
+        one["zygote"] = measure(grade, backend, runs, "zygote")
     spare = burst(grade, grader, backend, options.burst, rounds, False)
     sized = burst(grade, grader, backend, options.burst, rounds, True)
     rl = episodes(make, reset, step, options.steps, options.envs, rounds)
@@ -200,9 +199,13 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3, help="steps per episode before submit")
     parser.add_argument("--only", choices=("cad", "mesh"), help="one domain only")
     options = parser.parse_args()
-    config = {"type": options.backend, "warm_graders": max(options.burst, options.envs)}
+    config: dict[str, Any] = {"type": options.backend, "warm_graders": max(options.burst, options.envs)}
+    if options.backend == "local":
+        config["grader_zygote"] = True
     backend = get_backend(config)
-    backends = (backend, get_backend({**config, "warm_graders": 0}))
+    pool_backend = (get_backend({**config, "grader_zygote": False}) if options.backend == "local"
+                    else backend)
+    backends = (backend, get_backend({**config, "warm_graders": 0}), pool_backend)
     print(f"warm graders on the {options.backend} backend (warm_graders={config['warm_graders']}, "
           f"{os.cpu_count()} CPUs); {load_note()}")
     if options.only != "mesh":

@@ -65,6 +65,21 @@ def test_warm_graders_come_from_the_config_and_the_variable_is_a_default(
         LocalConfig()
 
 
+def test_the_grader_zygote_comes_from_the_config_and_the_variable_is_a_default(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TASKGYM_GRADER_ZYGOTE", raising=False)
+    assert LocalConfig().grader_zygote is True
+    assert backend_config({"type": "local", "grader_zygote": False}).grader_zygote is False  # type: ignore[union-attr]
+    monkeypatch.setenv("TASKGYM_GRADER_ZYGOTE", "0")
+    assert LocalConfig().grader_zygote is False
+    assert LocalConfig(grader_zygote=True).grader_zygote is True  # the field wins over the default
+    monkeypatch.setenv("TASKGYM_GRADER_ZYGOTE", "off")
+    with pytest.raises(ConfigError, match="TASKGYM_GRADER_ZYGOTE must be 0 or 1"):
+        LocalConfig()
+    with pytest.raises(ConfigError, match="grader_zygote: Extra inputs are not permitted"):
+        backend_config({"type": "docker", "grader_zygote": False})  # a local-backend path
+
+
 @pytest.mark.parametrize("choice, message", [
     ({"type": "local", "warm_graders": -1}, "warm_graders: Input should be greater than or equal to 0"),
     ({"type": "docker", "warm_idle_sec": 0}, "warm_idle_sec: Input should be greater than 0"),
@@ -80,5 +95,7 @@ def test_a_local_config_makes_a_backend_with_its_warm_grader_settings() -> None:
 
     backend = get_backend(LocalConfig(warm_graders=3, warm_idle_sec=7.0))
     assert (backend.warm_graders, backend.warm_idle_sec) == (3, 7.0)
+    assert backend.grader_zygote is LocalConfig().grader_zygote  # type: ignore[attr-defined]
+    assert get_backend(LocalConfig(grader_zygote=False)).grader_zygote is False  # type: ignore[attr-defined]
     assert get_backend(LocalConfig(warm_graders=3, warm_idle_sec=7.0)) is backend  # shared
     assert get_backend(LocalConfig(warm_graders=1)) is not backend

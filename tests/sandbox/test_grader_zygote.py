@@ -21,7 +21,7 @@ import pytest
 import taskgym
 from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task
-from taskgym.sandbox import Backend, SandboxSpec
+from taskgym.sandbox import Backend, LocalConfig, SandboxSpec, get_backend
 from taskgym.sandbox.grading import run_grader
 from taskgym.sandbox.local.zygote import live_zygotes
 from taskgym.sandbox.warm import close_warm_graders
@@ -148,7 +148,7 @@ def cad_tasks() -> Any:
 @pytest.fixture
 def zygote(monkeypatch: pytest.MonkeyPatch, local_backend: Backend) -> Iterator[Backend]:
     monkeypatch.setenv("TASKGYM_WARM_GRADERS", "1")
-    monkeypatch.setenv("TASKGYM_GRADER_ZYGOTE", "1")
+    monkeypatch.setattr(local_backend, "grader_zygote", True)
     close_warm_graders(local_backend)
     yield local_backend
     close_warm_graders(local_backend)
@@ -225,6 +225,24 @@ def test_a_zygote_that_cannot_start_leaves_grades_to_the_pool(
     assert live_zygotes(zygote) == []
 
 
+def test_a_backend_configured_without_zygotes_grades_in_the_pool(
+        local_backend: Backend, cad_tasks: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``LocalConfig(grader_zygote=False)`` turns zygotes off for its backend, whatever the
+    variable (a default only) says; the default config's backend forks from a zygote."""
+    monkeypatch.setenv("TASKGYM_GRADER_ZYGOTE", "1")
+    task = cad_tasks.get("plate-four-holes")
+    backends = {on: get_backend(LocalConfig(grader_zygote=on, warm_graders=1)) for on in (False, True)}
+    try:
+        for on, backend in backends.items():
+            result = grade_code(task, _solution(task).encode(), backend)
+            assert result.score == 1.0, result.details.get("reason")
+            assert result.details["grader_path"] == ("zygote" if on else "pool")
+            assert bool(live_zygotes(backend)) is on
+    finally:
+        for backend in backends.values():
+            close_warm_graders(backend)
+
+
 def _sleepers_of_ours() -> list[int]:
     """``sleep`` processes descending from this process."""
     found = []
@@ -297,3 +315,197 @@ def test_a_reset_boots_the_zygote_and_the_last_env_closes_it(zygote: Backend, ca
         for env in envs:
             env.close()
     assert _wait_for(lambda: not live_zygotes(zygote) and not os.path.exists(f"/proc/{pid}"), 30)
+
+
+def _sleeping_grader(folder: Path) -> tuple[SandboxSpec, list[str]]:
+    """A grader (preloading ``helper``) that sleeps ``SLEEP`` seconds, then reports."""
+    folder.mkdir(exist_ok=True)
+    (folder / "helper.py").write_text("VERSION = 1\n")
+    (folder / "g.py").write_text(textwrap.dedent("""
+        import json, os, time
+        time.sleep(float(os.environ.get("SLEEP", "0")))
+        nonce = os.read(int(os.environ["TASKGYM_NONCE_FD"]), 64).decode()
+        with os.fdopen(int(os.environ["TASKGYM_REPORT_FD"]), "w") as report:
+            print(nonce, json.dumps({"slept": os.environ.get("SLEEP", "0")}), file=report)
+    """))
+    return SandboxSpec(ro_binds={str(folder): "/.g"}), ["python3", "-I", "/.g/g.py"]
+
+
+def test_an_idle_zygote_is_stopped_and_boots_again_on_demand(
+        zygote: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The idle sweep (the backend's ``warm_idle_sec``) stops a zygote whose kind had no grade
+    and no reset for that long, but not while a grade of it runs nor while a live episode
+    counts on it; the next grade boots it again."""
+    from taskgym.sandbox.warm_leases import Lease
+
+    monkeypatch.setattr(zygote, "warm_idle_sec", 1.0)
+    spec, argv = _sleeping_grader(tmp_path / "grader")
+
+    def grade(sleep: float) -> None:
+        run = run_grader(zygote, spec.model_copy(update={"env": {"SLEEP": str(sleep)}}), argv,
+                         seed=None, timeout=60, preload=("helper",))
+        assert run.path == "zygote" and run.records == [{"slept": str(sleep)}], run.log()
+
+    grade(0)
+    (pid,) = live_zygotes(zygote)
+    grade(4)  # longer than the idle time: the sweep leaves a zygote whose grade runs
+    assert live_zygotes(zygote) == [pid]
+    lease = Lease(zygote, spec, argv, ("helper",))
+    try:
+        lease.expect()  # an episode that will grade: its zygote is kept however long it runs
+        time.sleep(4)
+        assert live_zygotes(zygote) == [pid]
+        lease.settle()
+        assert _wait_for(lambda: not live_zygotes(zygote) and not os.path.exists(f"/proc/{pid}"), 30)
+        grade(0)  # the next demand boots it again
+        (again,) = live_zygotes(zygote)
+        assert again != pid
+    finally:
+        lease.close()
+
+
+LOCKS = textwrap.dedent("""
+    import ctypes, errno, fcntl, json, os, struct, time
+    libc = ctypes.CDLL(None, use_errno=True)
+    PATHS = ["/usr/bin/env", "/usr/lib", "/", "/.g/g.py", "/dev/null"]
+
+    def flock_struct(kind, start):
+        return struct.pack("hhqqi4x", kind, os.SEEK_SET, start, 1, 0)
+
+    def attempt(call):
+        try:
+            call()
+            return "ok"
+        except OSError as exc:
+            return errno.errorcode.get(exc.errno, str(exc.errno))
+
+    def hold():
+        got, fds = {}, []
+        for path in PATHS:
+            fd = os.open(path, os.O_RDONLY)
+            fds.append(fd)
+            got[path] = [attempt(lambda: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)),
+                         attempt(lambda: fcntl.fcntl(fd, fcntl.F_SETLK, flock_struct(fcntl.F_RDLCK, 0))),
+                         attempt(lambda: fcntl.fcntl(fd, fcntl.F_OFD_SETLK, flock_struct(fcntl.F_RDLCK, 1)))]
+        return got, fds
+
+    def keep_opening(seconds):  # what a watch for opens of a shared file would see
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            os.close(os.open("/usr/bin/true", os.O_RDONLY))  # not a locked one: a close
+            # drops the process's POSIX locks on that file
+            time.sleep(0.02)
+
+    def watch():
+        fd = libc.inotify_init1(os.O_NONBLOCK)
+        if fd < 0:
+            return "errno " + str(ctypes.get_errno())
+        libc.inotify_add_watch(fd, b"/usr/bin/true", 0x20)  # IN_OPEN
+        time.sleep(1)
+        try:
+            return "seen" if os.read(fd, 4096) else "none"
+        except BlockingIOError:
+            return "none"
+
+    def probe():
+        seen = {}
+        for path in PATHS:
+            fd = os.open(path, os.O_RDONLY)
+            found = []
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            except OSError as exc:
+                found.append("flock" if exc.errno == errno.EWOULDBLOCK else "flock " + str(exc.errno))
+            for name, command, start in (("posix", fcntl.F_GETLK, 0), ("ofd", fcntl.F_OFD_GETLK, 1)):
+                try:
+                    answer = fcntl.fcntl(fd, command, flock_struct(fcntl.F_WRLCK, start))
+                    if struct.unpack("hhqqi4x", answer)[0] != fcntl.F_UNLCK:
+                        found.append(name)
+                except OSError as exc:
+                    found.append(name + " " + str(exc.errno))
+            seen[path] = found
+            os.close(fd)
+        try:
+            seen["/proc/locks"] = open("/proc/locks").read().count("\\n")
+        except OSError as exc:
+            seen["/proc/locks"] = "errno " + str(exc.errno)
+        seen["inotify"] = watch()
+        return seen
+
+    role = os.environ["ROLE"]
+    if role == "hold":  # the sender: locks every file and holds them while the other probes
+        record, fds = hold()
+        keep_opening(float(os.environ["HOLD"]))
+    elif role == "probe":  # the receiver
+        record = probe()
+    else:  # both, in one grade: a child holds, this process probes (the probe is not blind)
+        read, write = os.pipe()
+        if os.fork() == 0:
+            hold()
+            os.write(write, b"x")
+            keep_opening(30)
+            os._exit(0)
+        os.read(read, 1)
+        record = probe()
+    nonce = os.read(int(os.environ["TASKGYM_NONCE_FD"]), 64).decode()
+    with os.fdopen(int(os.environ["TASKGYM_REPORT_FD"]), "w") as report:
+        print(nonce, json.dumps(record), file=report)
+""")
+
+
+def test_concurrent_grades_share_no_file_lock(zygote: Backend, tmp_path: Path) -> None:
+    """A grade that takes every kind of file lock (flock, POSIX record, open-file-description)
+    on the files it shares with every other grade (the zygote's read-only inodes: a system
+    binary and folder, the root, the grader's own folder, /dev/null), and keeps opening one,
+    is refused each lock, and a grade running meanwhile that probes them (flock, F_GETLK,
+    F_OFD_GETLK, /proc/locks, an inotify watch for opens) finds nothing: no lock or file
+    event carries a bit from one grade to another."""
+    folder = tmp_path / "grader"
+    folder.mkdir()
+    (folder / "helper.py").write_text("VERSION = 1\n")
+    (folder / "g.py").write_text(LOCKS)
+    argv = ["python3", "-I", "/.g/g.py"]
+
+    def grade(role: str, **env: str) -> Any:
+        spec = SandboxSpec(ro_binds={str(folder): "/.g"}, env={"ROLE": role, **env})
+        run = run_grader(zygote, spec, argv, seed=None, timeout=60, preload=("helper",))
+        assert run.path == "zygote" and run.records, run.log()
+        return run.records[0]
+
+    grade("probe")  # boots the zygote
+    held: list[Any] = []
+    thread = threading.Thread(target=lambda: held.append(grade("hold", HOLD="6")))
+    thread.start()
+    time.sleep(3)  # the holder's grade is forked and holds (or tried to take) its locks
+    seen = grade("probe")
+    thread.join(60)
+    assert held, "the holding grade did not report"
+    for path, results in held[0].items():
+        assert results == ["ENOLCK"] * 3, (path, results)  # no grade may take a lock
+    assert all(found == ["flock 37", "posix 37", "ofd 37"] for path, found in seen.items()
+               if path.startswith("/") and path != "/proc/locks"), seen  # nor probe one (ENOLCK)
+    assert seen["inotify"] == "errno 1", seen  # nor watch the holder open a shared file
+    assert seen["/proc/locks"] in (0, "errno 13"), seen  # covered: lists no lock of the machine
+
+
+def test_the_lock_probe_sees_locks_where_they_are_allowed(local_backend: Backend, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe is not blind: in a pre-started grader (an ordinary sandbox, where locks are
+    allowed), a child that holds the locks is seen by every kind of probe on every file."""
+    monkeypatch.setattr(local_backend, "grader_zygote", False)
+    folder = tmp_path / "grader"
+    folder.mkdir()
+    (folder / "helper.py").write_text("VERSION = 1\n")
+    (folder / "g.py").write_text(LOCKS)
+    spec = SandboxSpec(ro_binds={str(folder): "/.g"}, env={"ROLE": "both"})
+    run = run_grader(local_backend, spec, ["python3", "-I", "/.g/g.py"], seed=None, timeout=60,
+                     preload=("helper",))
+    assert run.path == "pool" and run.records, run.log()
+    seen = run.records[0]
+    for path in ("/usr/bin/env", "/.g/g.py", "/dev/null"):
+        assert seen[path] == ["flock", "posix", "ofd"], (path, seen)
+    assert seen["/"] and seen["/usr/lib"], seen  # folders: flock at least
+    assert isinstance(seen["/proc/locks"], int) and seen["/proc/locks"] > 0  # the child's locks
+    assert seen["inotify"] == "seen", seen  # the child's opens of a shared file
+    close_warm_graders(local_backend)

@@ -128,7 +128,7 @@ def two_warm(monkeypatch: pytest.MonkeyPatch, backend: Backend, cad_tasks: Any,
     if request.param == "zygote" and backend.name != "local":
         pytest.skip("grader zygotes are a local-backend path")
     monkeypatch.setattr(backend, "warm_graders", 2)
-    monkeypatch.setenv("TASKGYM_GRADER_ZYGOTE", "1" if request.param == "zygote" else "0")
+    monkeypatch.setattr(backend, "grader_zygote", request.param == "zygote", raising=False)
     close_warm_graders(backend)
     grader = grader_of(cad_tasks.get("plate-four-holes"))
     leases = [Lease(backend, grader.spec, grader.argv, grader.preload or ()) for _ in range(2)]
@@ -141,9 +141,9 @@ def two_warm(monkeypatch: pytest.MonkeyPatch, backend: Backend, cad_tasks: Any,
 
 
 @pytest.fixture
-def pool_path(monkeypatch: pytest.MonkeyPatch) -> None:
+def pool_path(monkeypatch: pytest.MonkeyPatch, backend: Backend) -> None:
     """Grades take the pool even where a zygote would serve them (the pool's own tests)."""
-    monkeypatch.setenv("TASKGYM_GRADER_ZYGOTE", "0")
+    monkeypatch.setattr(backend, "grader_zygote", False, raising=False)
 
 
 def default_path(backend: Backend) -> str:
@@ -514,4 +514,117 @@ def test_closing_one_env_keeps_the_graders_another_env_waits_for(pool_path: None
     assert reward.details["timing"]["import_sec"] < 0.5  # the grader was waiting, imports done
     envs[1].close()
     assert not warm_pools(backend)
+    assert not _settled(backend, before)
+
+
+@pytest.fixture(params=["pool", "zygote"])
+def warm_path(request: pytest.FixtureRequest, backend: Backend, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each warm path of ``backend`` (zygote: local only)."""
+    if request.param == "zygote" and backend.name != "local":
+        pytest.skip("grader zygotes are a local-backend path")
+    monkeypatch.setattr(backend, "grader_zygote", request.param == "zygote", raising=False)
+    return str(request.param)
+
+
+def _answer(work: Any, write: int) -> None:
+    """Write ``work()``'s value (or its traceback) as JSON to ``write`` (in the child)."""
+    import json
+    import traceback
+
+    try:
+        answer = {"value": work()}
+    except BaseException:
+        answer = {"error": traceback.format_exc()}
+    os.write(write, json.dumps(answer).encode())
+
+
+def _in_forked_child(work: Any, how: str) -> Any:
+    """``work()``'s value (JSON), computed in a child forked from this process by ``how``
+    (``os.fork``, or ``multiprocessing``'s ``fork`` start method); its failure raised here."""
+    import json
+    import multiprocessing
+    import warnings
+
+    read, write = os.pipe()
+    with warnings.catch_warnings():  # Python 3.12+ warns of forking a threaded process: the point
+        warnings.simplefilter("ignore", DeprecationWarning)
+        if how == "multiprocessing":
+            process = multiprocessing.get_context("fork").Process(target=_answer, args=(work, write))
+            process.start()
+        else:
+            pid = os.fork()
+            if pid == 0:  # the child: never returns into pytest
+                try:
+                    os.close(read)
+                    _answer(work, write)
+                finally:
+                    os._exit(0)
+    os.close(write)
+    chunks = []
+    while chunk := os.read(read, 1 << 16):
+        chunks.append(chunk)
+    os.close(read)
+    if how == "multiprocessing":
+        process.join(30)
+    else:
+        os.waitpid(pid, 0)
+    answer = json.loads(b"".join(chunks) or b'{"error": "the child wrote nothing"}')
+    assert "error" not in answer, answer["error"]
+    return answer["value"]
+
+
+@pytest.mark.parametrize("how", ["os.fork", "multiprocessing"])
+def test_a_forked_child_grades_with_its_own_graders_and_leaves_the_parents(
+        warm_path: str, backend: Backend, tmp_path: Path, how: str) -> None:
+    """A child forked from a process with warm graders (a pool's pre-started grader waiting,
+    or a zygote running, and their booting threads) inherits none of them: it sees no pool
+    and no zygote, its close touches nothing of the parent's, its grades run in graders of
+    its own (its own booting thread boots the next ones), and the parent's waiting grader or
+    zygote serves the parent's next grade as if the child had never been."""
+    from taskgym.sandbox.local.zygote import live_zygotes
+
+    close_warm_graders(backend)
+    before = _leftovers(backend)
+    folder = tmp_path / "grader"
+    _counting_grader(folder)
+    lease = _lease(backend, folder)
+    try:
+        lease.expect()
+        first = _run_counting(backend, folder)
+        _wait_ready(backend)
+        zygotes = live_zygotes(backend)
+        waiting = sum(p.live() for p in warm_pools(backend))
+        assert (len(zygotes), waiting) == ((1, 0) if warm_path == "zygote" else (0, 1))
+        forked_at = time.time()
+
+        def child() -> dict[str, Any]:
+            seen = [len(warm_pools(backend)), live_zygotes(backend)]
+            close_warm_graders(backend)  # the child's cleanup: the parent's graders are not its
+            lease.expect()  # an inherited env's next episode
+            grades = [_run_counting(backend, folder)]
+            booted = all(p.ready(120) for p in warm_pools(backend))
+            grades.append(_run_counting(backend, folder))
+            own = live_zygotes(backend)
+            close_warm_graders(backend)
+            return {"seen": seen, "grades": grades, "booted": booted, "own": own}
+
+        got = _in_forked_child(child, how)
+        assert got["seen"] == [0, []], got  # neither the parent's pool nor its zygote
+        assert got["booted"], "the child's own booting thread never booted its graders"
+        child_ids = {g["id"] for g in got["grades"]}
+        assert first["id"] not in child_ids and not any(g["used"] or g["tmp"] for g in got["grades"])
+        if warm_path == "zygote":
+            assert len(got["own"]) == 1 and got["own"] != zygotes  # a zygote of its own
+        # the parent's grader (its zygote, or the pre-started one) is intact and serves it
+        assert live_zygotes(backend) == zygotes
+        assert sum(p.live() for p in warm_pools(backend)) == waiting
+        after = _run_counting(backend, folder)
+        assert after["id"] not in child_ids and not after["used"] and not after["tmp"]
+        if warm_path == "zygote":
+            assert after["id"] == first["id"]  # forked by the same zygote
+        else:
+            assert after["at"] < forked_at  # the grader pre-started before the fork
+    finally:
+        lease.close()
+    close_warm_graders(backend)
     assert not _settled(backend, before)

@@ -9,6 +9,12 @@ inside an on-disk workspace would escape its quota: :mod:`taskgym.sandbox.disk`)
 ``clone3`` answers ENOSYS so libc falls back to ``clone``. A process of another ABI (x32,
 i386) is killed.
 
+A grade forked by a grader zygote gets :func:`grade_seccomp_program`: the same, and no file
+locks (``flock``, ``fcntl``'s record and open-file-description locks and leases answer ENOLCK)
+nor inotify or fanotify (EPERM). Its read-only files are the very inodes of the zygote's
+sandbox, shared by every grade running at once: a lock or a watch on one would be seen by
+the others.
+
 ``ptrace`` stays allowed: debuggers and sanitizers (LeakSanitizer stops threads with it)
 are ordinary tools of coding tasks, and the pid namespace leaves only the sandbox's own
 processes to trace.
@@ -21,8 +27,8 @@ import functools
 import platform
 import struct
 
-__all__ = ["DENIED_IOCTLS", "DENIED_SYSCALLS", "NESTED_ALLOWED", "nested_seccomp_program",
-           "seccomp_program"]
+__all__ = ["DENIED_IOCTLS", "DENIED_SYSCALLS", "GRADE_DENIED", "LOCK_FCNTLS", "NESTED_ALLOWED",
+           "grade_seccomp_program", "nested_seccomp_program", "seccomp_program"]
 
 _LD_W_ABS = 0x20
 _JEQ_K = 0x15
@@ -58,9 +64,18 @@ DENIED_SYSCALLS = frozenset(_DENIED)
 """Names of the system calls that answer EPERM (the docker backend's profile uses them)."""
 NESTED_ALLOWED = frozenset({"mount", "unshare"})
 """What the looser filter of a grader zygote's sandbox allows besides (it never runs agent code;
-each grade it forks enters its own namespaces and installs :func:`seccomp_program` on top)."""
+each grade it forks enters its own namespaces and installs :func:`grade_seccomp_program` on top)."""
+GRADE_DENIED: dict[str, tuple[tuple[int, int | None], int]] = {
+    "flock": ((73, 32), errno.ENOLCK), "inotify_init": ((253, None), errno.EPERM),
+    "inotify_init1": ((294, 26), errno.EPERM), "fanotify_init": ((300, 262), errno.EPERM),
+}
+"""What a zygote's grade is denied besides: name -> ((x86_64, aarch64) numbers, errno)."""
+LOCK_FCNTLS = (5, 6, 7, 36, 37, 38, 1024)
+"""fcntl commands a zygote's grade is denied (ENOLCK): F_GETLK, F_SETLK, F_SETLKW,
+F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, F_SETLEASE."""
 _CLONE3 = (435, 435)
 _IOCTL = (16, 29)
+_FCNTL = (72, 25)
 _ARCH = {"x86_64": (0, 0xC000003E), "aarch64": (1, 0xC00000B7)}
 
 
@@ -73,6 +88,12 @@ def seccomp_program() -> bytes:
     return _program(DENIED_SYSCALLS)
 
 
+def grade_seccomp_program() -> bytes:
+    """The filter of a grade forked by a grader zygote: :func:`seccomp_program`, and neither
+    file locks nor file-event watches (:data:`GRADE_DENIED`, :data:`LOCK_FCNTLS`)."""
+    return _program(DENIED_SYSCALLS, grade=True)
+
+
 def nested_seccomp_program() -> bytes:
     """The filter of a grader zygote's sandbox: :func:`seccomp_program` but for
     :data:`NESTED_ALLOWED`."""
@@ -80,7 +101,7 @@ def nested_seccomp_program() -> bytes:
 
 
 @functools.cache
-def _program(names: frozenset[str]) -> bytes:
+def _program(names: frozenset[str], grade: bool = False) -> bytes:
     machine = platform.machine()
     if machine not in _ARCH:
         raise RuntimeError(f"no seccomp filter for architecture {machine}")
@@ -98,6 +119,8 @@ def _program(names: frozenset[str]) -> bytes:
     for nr in denied:
         prog += [_insn(_JEQ_K, 0, 1, nr), _insn(_RET_K, 0, 0, deny)]
     prog += [_insn(_JEQ_K, 0, 1, _CLONE3[col]), _insn(_RET_K, 0, 0, _ERRNO | errno.ENOSYS)]
+    if grade:
+        prog += _grade_rules(col)
     # ioctl(fd, request, ...): request is args[1], whose low 32 bits sit at offset 24
     count = len(DENIED_IOCTLS)
     prog += [_insn(_JEQ_K, 0, count + 3, _IOCTL[col]), _insn(_LD_W_ABS, 0, 0, 24)]
@@ -105,3 +128,19 @@ def _program(names: frozenset[str]) -> bytes:
     prog += [_insn(_RET_K, 0, 0, _ALLOW), _insn(_RET_K, 0, 0, deny)]
     prog.append(_insn(_RET_K, 0, 0, _ALLOW))
     return b"".join(prog)
+
+
+def _grade_rules(col: int) -> list[bytes]:
+    """:data:`GRADE_DENIED`, then fcntl's :data:`LOCK_FCNTLS` (the accumulator holds the
+    syscall number, and still does after, for a call that is not fcntl)."""
+    prog = []
+    for numbers, code in GRADE_DENIED.values():
+        number = numbers[col]
+        if number is not None:
+            prog += [_insn(_JEQ_K, 0, 1, number), _insn(_RET_K, 0, 0, _ERRNO | code)]
+    # fcntl(fd, cmd, ...): cmd is args[1], whose low 32 bits sit at offset 24
+    count = len(LOCK_FCNTLS)
+    prog += [_insn(_JEQ_K, 0, count + 3, _FCNTL[col]), _insn(_LD_W_ABS, 0, 0, 24)]
+    prog += [_insn(_JEQ_K, count - i, 0, command) for i, command in enumerate(LOCK_FCNTLS)]
+    prog += [_insn(_RET_K, 0, 0, _ALLOW), _insn(_RET_K, 0, 0, _ERRNO | errno.ENOLCK)]
+    return prog

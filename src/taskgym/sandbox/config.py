@@ -3,7 +3,7 @@
 ``sandbox="local"`` and ``sandbox="docker"`` are shorthands for ``LocalConfig()`` and
 ``DockerConfig()``; a mapping such as ``{"type": "docker", "pool_size": 4}`` is validated
 into its config. Environment variables only supply defaults (``TASKGYM_DOCKER_POOL``,
-``TASKGYM_WARM_GRADERS``).
+``TASKGYM_WARM_GRADERS``, ``TASKGYM_GRADER_ZYGOTE``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from taskgym.sandbox.base import Backend
 
 __all__ = ["BackendConfig", "DockerConfig", "LocalConfig", "WarmGraderConfig", "backend_config",
-           "get_backend", "warm_graders_default"]
+           "get_backend", "grader_zygote_default", "warm_graders_default"]
 
 
 def warm_graders_default() -> int:
@@ -48,10 +48,23 @@ class WarmGraderConfig(BaseModel):
     grade or a reset of its kind."""
 
 
+def grader_zygote_default() -> bool:
+    """``TASKGYM_GRADER_ZYGOTE`` (``1``: on, ``0``: off), else on."""
+    text = os.environ.get("TASKGYM_GRADER_ZYGOTE", "1")
+    if text not in ("0", "1"):
+        raise ConfigError(f"TASKGYM_GRADER_ZYGOTE must be 0 or 1, not {text!r}")
+    return text == "1"
+
+
 class LocalConfig(WarmGraderConfig):
     """The bubblewrap sandbox on this machine (the default)."""
 
     type: Literal["local"] = "local"
+    grader_zygote: bool = Field(default_factory=grader_zygote_default)
+    """Whether a warm grade is forked by its kind's grader zygote
+    (:mod:`taskgym.sandbox.local.zygote`: the grader's modules imported once per process);
+    off, warm grades use the pool of pre-started graders. Default: ``TASKGYM_GRADER_ZYGOTE``
+    (``0`` or ``1``), else on."""
 
 
 def _pool_default() -> int:

@@ -24,6 +24,11 @@ last user's close closes the pool. An entry that died, or whose code (the stub, 
 bound folders) changed since it started, is discarded; an empty pool means starting one on the
 spot, through the same code path. What is left at exit is closed then.
 
+A process forked from one with warm graders (``os.fork``, multiprocessing's ``fork``) starts
+with no pool and no booting thread (:func:`_forget_in_child`): the parent's pre-started
+graders stay the parent's, neither used nor closed by the child, which starts its own on
+demand; the leases it inherited (its envs') still count.
+
 This module holds the pools and their booting thread; the demand (leases and the sizing
 they drive) is :mod:`taskgym.sandbox.warm_leases`, running one grade in a taken grader
 :mod:`taskgym.sandbox.warm_run`.
@@ -35,6 +40,7 @@ import atexit
 import contextlib
 import hashlib
 import json
+import os
 import queue
 import socket
 import threading
@@ -309,4 +315,17 @@ def close_warm_graders(backend: Backend | None = None) -> None:
 
 
 
+def _forget_in_child() -> None:
+    """In a forked child: drop the parent's pools (their sandboxes are the parent's: neither
+    used nor closed here) and its booting thread (not running here), then free :data:`LOCK`,
+    held across the fork so that no other thread left these half-changed."""
+    global _JOBS
+    POOLS.clear()
+    _BOOTER.clear()
+    _JOBS = queue.Queue()
+    LOCK.release()
+
+
+os.register_at_fork(before=LOCK.acquire, after_in_parent=LOCK.release,
+                    after_in_child=_forget_in_child)
 atexit.register(close_warm_graders)

@@ -18,10 +18,12 @@ inherited SEQPACKET socket ``TASKGYM_WARM_FD``.
 4. The grade, before any agent data exists in it: mounts a fresh read-only /proc of its pid
    namespace, covers the zygote's proc (``ZPROC``) with an empty read-only tmpfs, mounts a
    fresh tmpfs of the given size over every writable place (and fails if some other writable
-   mount is still reachable), a new devpts instance on /dev/pts, closes every descriptor but
+   mount is still reachable), a new devpts instance on /dev/pts, covers /proc/locks (it lists
+   the machine's open-file-description locks) with /dev/null, closes every descriptor but
    its socket and 0-2, drops every capability (the bounding and ambient sets too), sets
-   no_new_privs, installs the host's seccomp filter
-   (stacked on the zygote's looser one), checks all of that in /proc/self/status, then sends
+   no_new_privs, installs the host's seccomp filter (stacked on the zygote's looser one; it
+   denies file locks and inotify too: the read-only files are the zygote's inodes, shared by
+   every grade running at once), checks all of that in /proc/self/status, then sends
    ``ready`` (the host learns its pid from the socket's credentials, moves it into the
    grade's cgroup, copies the workspace in) and runs ``SCRIPT`` once as warm_grader.py does.
 When the grade (pid 1) exits, the kernel kills whatever it left in its pid namespace, and its
@@ -55,7 +57,7 @@ kernel lets a user namespace mount a new proc only while a fully visible one exi
 _NEWNS, _NEWUTS, _NEWIPC = 0x00020000, 0x04000000, 0x08000000
 _NEWUSER, _NEWPID, _NEWNET = 0x10000000, 0x20000000, 0x40000000
 _RDONLY, _NOSUID, _NODEV, _NOEXEC = 0x1, 0x2, 0x4, 0x8
-_REC, _PRIVATE = 0x4000, 0x40000
+_REMOUNT, _BIND, _REC, _PRIVATE = 0x20, 0x1000, 0x4000, 0x40000
 _PR_SET_DUMPABLE, _PR_CAPBSET_DROP, _PR_SET_SECCOMP = 4, 24, 22
 _PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 38, 47, 4
 _SECCOMP_MODE_FILTER = 2
@@ -98,6 +100,10 @@ def _fresh_mounts(mounts: list[list[object]]) -> None:
     before = _writable_mounts()
     _mount("none", "/", None, _REC | _PRIVATE)
     _mount("proc", "/proc", "proc", _RDONLY | _NOSUID | _NODEV | _NOEXEC)
+    # /proc/locks lists every open-file-description lock of the machine (a pid namespace
+    # hides only the others' process-owned ones): covered, as the grade may take none itself
+    _mount("/dev/null", "/proc/locks", None, _BIND)
+    _mount("none", "/proc/locks", None, _REMOUNT | _BIND | _RDONLY | _NOSUID | _NODEV | _NOEXEC)
     _mount("tmpfs", ZPROC, "tmpfs", _RDONLY | _NOSUID | _NODEV | _NOEXEC, "size=4k,mode=0555")
     for path, size in mounts:
         _mount("tmpfs", str(path), "tmpfs", _NOSUID | _NODEV, f"size={int(str(size))},mode=0755")

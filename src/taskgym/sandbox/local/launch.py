@@ -60,6 +60,8 @@ class LocalBackend(Backend):
         config = config or LocalConfig()
         self.config = config
         self.warm_graders, self.warm_idle_sec = config.warm_graders, config.warm_idle_sec
+        self.grader_zygote = config.grader_zygote
+        """Whether warm grades are forked by grader zygotes (:mod:`taskgym.sandbox.local.zygote`)."""
         problem = self.check()
         if problem:
             raise SandboxUnavailableError(problem)

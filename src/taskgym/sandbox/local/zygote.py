@@ -18,9 +18,15 @@ workspace in, and sends the go message as :mod:`taskgym.sandbox.warm_run` does. 
 docs/security.md, "Warm graders". The grade's host side (its cgroup, workspace, exit report)
 is :mod:`taskgym.sandbox.local.zygote_grade`.
 
-``TASKGYM_GRADER_ZYGOTE=0`` turns zygotes off (grades then use the warm pool). A zygote that
+A backend whose config says ``grader_zygote=False`` (:class:`~taskgym.sandbox.config.LocalConfig`;
+its default is ``TASKGYM_GRADER_ZYGOTE``) uses no zygote: its warm grades use the pool. A zygote that
 cannot start (user namespaces refused, ``nsenter`` missing, a library that starts threads)
 marks its kind broken for the process; its grades use the pool, and say so.
+
+A zygote lives while its kind is in use: its last warm-grader lease's close stops it, and so
+does the idle sweep (:func:`sweep_zygotes`) once its kind had no grade and no reset for the
+backend's ``warm_idle_sec``, no grade of it runs and no live episode counts on it; the next
+demand (a reset, a grade) boots it again.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from typing import TYPE_CHECKING
 
 from taskgym.errors import SandboxError
 from taskgym.sandbox._commands import CONTROL_DIR, CONTROL_MB
-from taskgym.sandbox._seccomp import seccomp_program
+from taskgym.sandbox._seccomp import grade_seccomp_program
 from taskgym.sandbox.base import Backend, SandboxSpec
 from taskgym.sandbox.local.command_line import NESTED_PROC
 from taskgym.sandbox.local.zygote_grade import ZygoteGrade, await_ready
@@ -46,8 +52,8 @@ from taskgym.sandbox.local.zygote_grade import ZygoteGrade, await_ready
 if TYPE_CHECKING:
     from taskgym.sandbox.local.launch import Launched, LocalBackend
 
-__all__ = ["GraderZygote", "close_zygote", "close_zygotes", "enabled", "fork_grade",
-           "live_zygotes", "start_zygote", "zygote_command"]
+__all__ = ["GraderZygote", "close_zygote", "close_zygotes", "fork_grade",
+           "live_zygotes", "start_zygote", "sweep_zygotes", "zygote_command"]
 
 BOOT_SEC = 300.0
 """Longest a zygote may take to import its modules."""
@@ -55,11 +61,8 @@ READY_SEC = 30.0
 """Longest a forked grade may take to enter its namespaces."""
 SHM_BYTES = 64 << 20
 """The size of a grade's /dev/shm (as bwrap's in an ordinary sandbox)."""
-
-
-def enabled() -> bool:
-    """Whether grades may use zygotes: ``TASKGYM_GRADER_ZYGOTE`` is not ``0``."""
-    return os.environ.get("TASKGYM_GRADER_ZYGOTE", "1") != "0"
+SWEEP_SEC = 1.0
+"""How often the zygotes' booting thread, when it has nothing to boot, stops idle zygotes."""
 
 
 def zygote_command(argv: list[str]) -> list[str]:
@@ -71,8 +74,14 @@ def zygote_command(argv: list[str]) -> list[str]:
 class GraderZygote:
     """One zygote: ``argv`` (:func:`zygote_command`) in a nested-capable sandbox of ``spec``."""
 
-    def __init__(self, backend: LocalBackend, spec: SandboxSpec, argv: list[str], version: str) -> None:
+    def __init__(self, backend: LocalBackend, spec: SandboxSpec, argv: list[str], version: str,
+                 kind: tuple[int, str]) -> None:
         self.backend = backend
+        self.kind = kind
+        """The warm graders' kind it serves (:func:`~taskgym.sandbox.warm.kind_key`)."""
+        self.used = time.monotonic()
+        """When a grade or a reset of its kind last asked for it (:func:`sweep_zygotes`)."""
+        self.forked: list[ZygoteGrade] = []
         self.spec = spec
         self.argv = argv
         self.version = version
@@ -138,7 +147,7 @@ class GraderZygote:
         mounts = [[grade_spec.workdir, grade_spec.disk_mb << 20], ["/tmp", grade_spec.tmp_mb << 20],
                   ["/dev/shm", SHM_BYTES], [CONTROL_DIR, CONTROL_MB << 20],
                   *([path, grade_spec.tmp_mb << 20] for path in grade_spec.writable_dirs)]
-        request = json.dumps({"mounts": mounts, "seccomp": seccomp_program().hex()}).encode()
+        request = json.dumps({"mounts": mounts, "seccomp": grade_seccomp_program().hex()}).encode()
         host, inner = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             host.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
@@ -146,7 +155,10 @@ class GraderZygote:
                 socket.send_fds(self.channel, [request], [inner.fileno()])
             inner.close()
             pid, fork_cpu = await_ready(host, min(deadline, time.monotonic() + READY_SEC))
-            return ZygoteGrade(host, pid, grade_spec, fork_cpu)
+            grade = ZygoteGrade(host, pid, grade_spec, fork_cpu)
+            with self.lock:
+                self.forked.append(grade)
+            return grade
         except OSError as exc:
             host.close()
             raise SandboxError(f"the grader zygote could not fork a grade: {exc}") from exc
@@ -155,6 +167,15 @@ class GraderZygote:
             raise
         finally:
             inner.close()
+
+    def idle(self, now: float) -> bool:
+        """Whether it booted, no grade of it runs, and nothing asked for it for the backend's
+        ``warm_idle_sec`` (a running grade counts as asking)."""
+        with self.lock:
+            self.forked = [grade for grade in self.forked if not grade.closed]
+            if self.forked:
+                self.used = now
+        return self.done.is_set() and now - self.used >= self.backend.warm_idle_sec
 
     def close(self) -> None:
         self.closed = True
@@ -174,22 +195,32 @@ _BROKEN: set[tuple[int, str]] = set()
 _LOCK = threading.Lock()
 _JOBS: queue.Queue[GraderZygote] = queue.Queue()
 _BOOTER: list[threading.Thread] = []
-_OWNER = [os.getpid()]
 
 
-def _forget_if_forked() -> None:
-    """In a process forked from the one that started them, the zygotes and the booting
-    thread are the parent's: start afresh (called with ``_LOCK`` held)."""
-    if _OWNER[0] != os.getpid():
-        _OWNER[0] = os.getpid()
-        _ZYGOTES.clear()
-        _BROKEN.clear()
-        _BOOTER.clear()
+def _forget_in_child() -> None:
+    """In a process forked from the one that started them, the zygotes (and those queued to
+    boot) and the booting thread are the parent's: start afresh, neither using nor closing
+    them; then free ``_LOCK``, held across the fork so that no other thread left these
+    half-changed."""
+    global _JOBS
+    _ZYGOTES.clear()
+    _BROKEN.clear()
+    _BOOTER.clear()
+    _JOBS = queue.Queue()
+    _LOCK.release()
+
+
+os.register_at_fork(before=_LOCK.acquire, after_in_parent=_LOCK.release,
+                    after_in_child=_forget_in_child)
 
 
 def _booter() -> None:
     while True:
-        zygote = _JOBS.get()
+        try:
+            zygote = _JOBS.get(timeout=SWEEP_SEC)
+        except queue.Empty:
+            sweep_zygotes()
+            continue
         if not zygote.closed:
             zygote.boot()
         else:
@@ -197,9 +228,11 @@ def _booter() -> None:
 
 
 def _usable(backend: Backend) -> bool:
+    """Whether ``backend`` forks its warm grades from zygotes: a local one whose config's
+    ``grader_zygote`` is on."""
     from taskgym.sandbox.local.launch import LocalBackend
 
-    return enabled() and isinstance(backend, LocalBackend)
+    return isinstance(backend, LocalBackend) and backend.grader_zygote
 
 
 def _get(backend: Backend, spec: SandboxSpec, argv: list[str], version: str) -> GraderZygote | None:
@@ -213,8 +246,9 @@ def _get(backend: Backend, spec: SandboxSpec, argv: list[str], version: str) -> 
     command = zygote_command(argv)
     key = _key(backend, spec, command)
     stale = None
+    from taskgym.sandbox.warm import kind_key
+
     with _LOCK:
-        _forget_if_forked()
         if key in _BROKEN:
             return None
         zygote = _ZYGOTES.get(key)
@@ -225,11 +259,13 @@ def _get(backend: Backend, spec: SandboxSpec, argv: list[str], version: str) -> 
                 return None
             stale, zygote = _ZYGOTES.pop(key), None
         if zygote is None:
-            zygote = _ZYGOTES[key] = GraderZygote(backend, spec, command, version)
+            zygote = _ZYGOTES[key] = GraderZygote(backend, spec, command, version,
+                                                  kind_key(backend, spec, argv))
             if not _BOOTER:
                 _BOOTER.append(threading.Thread(target=_booter, daemon=True, name="taskgym-zygote"))
                 _BOOTER[0].start()
             _JOBS.put(zygote)
+        zygote.used = time.monotonic()
     if stale is not None:
         stale.close()
     return zygote
@@ -254,8 +290,9 @@ def fork_grade(backend: Backend, spec: SandboxSpec, argv: list[str], version: st
     try:
         return zygote.fork(grade_spec, deadline)
     except SandboxError as exc:  # fail safe: this kind uses the pool from now on
-        if not zygote.done.is_set():
-            return None  # still importing at the grade's deadline: not a failure of the zygote
+        if not zygote.done.is_set() or (zygote.closed and not zygote.error):
+            return None  # still importing at the grade's deadline, or closed meanwhile (its
+            # last lease, the idle sweep): not a failure of the zygote
         zygote.error = zygote.error or str(exc)
         with _LOCK:
             keys = [k for k, z in _ZYGOTES.items() if z is zygote]
@@ -264,6 +301,22 @@ def fork_grade(backend: Backend, spec: SandboxSpec, argv: list[str], version: st
                 _ZYGOTES.pop(key)
         zygote.close()
         return None
+
+
+def sweep_zygotes() -> None:
+    """Stop the zygotes idle past their backend's ``warm_idle_sec`` (:meth:`GraderZygote.idle`)
+    that no live episode counts on (no warm-grader lease of their kind expects a grade)."""
+    from taskgym.sandbox.warm_leases import expected
+
+    now = time.monotonic()
+    with _LOCK:
+        zygotes = list(_ZYGOTES.values())
+    counted = {z.kind for z in zygotes if expected(z.kind)}
+    with _LOCK:
+        keys = [k for k, z in _ZYGOTES.items() if z.kind not in counted and z.idle(now)]
+        stale = [_ZYGOTES.pop(k) for k in keys]
+    for zygote in stale:
+        zygote.close()
 
 
 def live_zygotes(backend: Backend | None = None) -> list[int]:
@@ -289,7 +342,6 @@ def close_zygotes(backend: Backend | None = None) -> None:
 def close_zygote(backend: Backend, spec: SandboxSpec, argv: list[str]) -> None:
     """Close the zygote of this kind, if one runs (when its last warm-grader lease closes)."""
     with _LOCK:
-        _forget_if_forked()
         zygote = _ZYGOTES.pop(_key(backend, spec, zygote_command(argv)), None)
     if zygote is not None:
         zygote.closed = True

@@ -83,6 +83,11 @@ class ZygoteGrade(Prestarted):
     def alive(self) -> bool:
         return not _readable(self.pidfd, 0.0)
 
+    @property
+    def closed(self) -> bool:
+        """Whether it was destroyed (:meth:`close`: the grade is over)."""
+        return self.pidfd < 0
+
     def copy_in(self, seed: Path) -> None:
         try:
             root = os.open(f"/proc/{self.pid}/root{self.spec.workdir}",
