@@ -231,34 +231,52 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
         """Gymnasium's batched infos (a dict of arrays, each key ``k`` with a bool mask ``_k``;
         dicts batched key by key; ``final_obs`` an object array), what
         ``VectorEnv._add_info`` builds one sub-env at a time, built one key at a time (a
-        fifth of the time with 16 sub-envs). Values of one key of different types make an
-        object array."""
-        by_key: dict[str, list[tuple[int, Any]]] = {}
-        for i, info in infos:
-            for key, value in info.items():
-                by_key.setdefault(key, []).append((i, value))
+        fifth of the time with 16 sub-envs; when every info has the same keys, the usual
+        case, each key's values are gathered in one pass). Values of one key of different
+        types make an object array."""
+        columns: dict[str, tuple[list[int], list[Any]]] = {}
+        keys = infos[0][1].keys() if infos else None
+        if keys is not None and all(info.keys() == keys for _, info in infos):
+            indices = [i for i, _ in infos]
+            for key in keys:
+                columns[key] = (indices, [info[key] for _, info in infos])
+        else:
+            for i, info in infos:
+                for key, value in info.items():
+                    column = columns.get(key)
+                    if column is None:
+                        columns[key] = column = ([], [])
+                    column[0].append(i)
+                    column[1].append(value)
         batched: dict[str, Any] = {}
-        for key, found in by_key.items():
-            first = found[0][1]
-            same = all(type(value) is type(first) for _, value in found)
+        for key, (indices, values) in columns.items():
+            kind = type(values[0])
+            plain = key != "final_obs" and all(type(value) is kind for value in values)
+            every = indices == self._all
+            where: Any = slice(None) if every else indices  # no fancy indexing
             array: Any
-            indices = [i for i, _ in found]
-            where: Any = slice(None) if indices == self._all else indices  # no fancy indexing
-            if key != "final_obs" and same and isinstance(first, dict):
-                array = self._batch_infos(found)
-            elif key != "final_obs" and same and (type(first) in (int, float, bool)
-                                                   or isinstance(first, np.number)):
-                array = np.zeros(self.num_envs, dtype=type(first))
-                array[where] = [value for _, value in found]
-            elif key != "final_obs" and same and isinstance(first, np.ndarray):
-                array = np.zeros((self.num_envs, *first.shape), dtype=first.dtype)
-                array[where] = [value for _, value in found]
+            if plain and issubclass(kind, dict):
+                array = self._batch_infos(list(zip(indices, values, strict=True)))
+            elif plain and (kind in (int, float, bool) or issubclass(kind, np.number)):
+                if every:
+                    array = np.array(values, dtype=kind)
+                else:
+                    array = np.zeros(self.num_envs, dtype=kind)
+                    array[where] = values
+            elif plain and every and kind is str:
+                array = np.array(values, dtype=object)
+            elif plain and issubclass(kind, np.ndarray):
+                array = np.zeros((self.num_envs, *values[0].shape), dtype=values[0].dtype)
+                array[where] = values
             else:
                 array = np.full(self.num_envs, None, dtype=object)
-                for i, value in found:
+                for i, value in zip(indices, values, strict=True):
                     array[i] = value
-            mask = np.zeros(self.num_envs, dtype=np.bool_)
-            mask[where] = True
+            if every:
+                mask = np.ones(self.num_envs, dtype=np.bool_)
+            else:
+                mask = np.zeros(self.num_envs, dtype=np.bool_)
+                mask[indices] = True
             batched[key], batched[f"_{key}"] = array, mask
         return batched
 

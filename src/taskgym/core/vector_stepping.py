@@ -8,7 +8,7 @@ import asyncio
 import queue
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, SupportsFloat, TypeVar, cast
+from typing import Any, SupportsFloat, TypeVar
 
 import gymnasium as gym
 from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker
@@ -129,20 +129,37 @@ class LoopStepper:
         return False
 
     def step(self, envs: Sequence[TaskEnv], actions: Sequence[Any]) -> list[Step]:
-        """Every env's ``astep`` of its action, gathered; the first exception is raised once
-        all have run."""
-        if self._loop is None:
-            self._loop = new_loop()
-        found = self._loop.run_until_complete(self._gather(envs, actions))
-        for result in found:
-            if isinstance(result, BaseException):
-                raise result
-        return cast(list[Step], found)
+        """Every env's ``astep`` of its action, run at once; the first exception is raised
+        once all have run. Each ``astep`` is a task of its own; one callback counts them
+        done (what ``asyncio.gather`` does, without its wrapper task and per-child
+        bookkeeping, which cost a tenth of a sub-step's host CPU)."""
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = new_loop()
+        tasks = [loop.create_task(env.astep(a)) for env, a in zip(envs, actions, strict=True)]
+        every = loop.create_future()
+        left = len(tasks)
 
-    @staticmethod
-    async def _gather(envs: Sequence[TaskEnv], actions: Sequence[Any]) -> list[Any]:
-        return await asyncio.gather(*(env.astep(a) for env, a in zip(envs, actions, strict=True)),
-                                    return_exceptions=True)
+        def one_done(_task: asyncio.Task[Step]) -> None:
+            nonlocal left
+            left -= 1
+            if not left:
+                every.set_result(None)
+
+        for task in tasks:
+            task.add_done_callback(one_done)
+        try:
+            loop.run_until_complete(every)
+        except BaseException:  # interrupted: no astep goes on behind the caller's back
+            for task in tasks:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+            raise
+        errors = [task.exception() for task in tasks]  # every one retrieved
+        for error in errors:
+            if error is not None:
+                raise error
+        return [task.result() for task in tasks]
 
     def close(self) -> None:
         if self._loop is not None:
