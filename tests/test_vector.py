@@ -34,7 +34,9 @@ VECTORS: dict[str, VectorFactory] = {
     "native, gymnasium.make_vec": lambda n: gym.make_vec(
         f"taskgym/{ENV_ID}", num_envs=n, vectorization_mode="vector_entry_point"),
     "native, taskgym.make_vec": lambda n: taskgym.make_vec(ENV_ID, num_envs=n),
-    "native, 2 threads": lambda n: taskgym.make_vec(ENV_ID, num_envs=n, max_workers=2),
+    "native, threads": lambda n: taskgym.make_vec(ENV_ID, num_envs=n, stepping="threads"),
+    "native, 2 threads": lambda n: taskgym.make_vec(ENV_ID, num_envs=n, max_workers=2,
+                                                    stepping="threads"),
     "AsyncVectorEnv, shared memory": lambda n: gym.vector.AsyncVectorEnv(
         [lambda: taskgym.make(ENV_ID) for _ in range(n)]),
     "SyncVectorEnv": lambda n: gym.vector.SyncVectorEnv(
@@ -162,6 +164,7 @@ def test_native_vector_env_conventions() -> None:
     venv = taskgym.make_vec(ENV_ID, num_envs=2, max_steps=2, tasks="generated:spec")
     try:
         assert isinstance(venv, TaskVectorEnv) and isinstance(venv, gym.vector.VectorEnv)
+        assert venv.stepping == "loop"  # the default for local sandboxes
         assert venv.metadata["autoreset_mode"] == gym.vector.AutoresetMode.NEXT_STEP
         assert venv.spec is not None and venv.spec.id == f"taskgym/{ENV_ID}"
         assert venv.single_action_space == venv.envs[0].action_space
@@ -270,6 +273,7 @@ def test_native_vector_env_on_docker() -> None:
 
     before = containers()
     venv = taskgym.make_vec(ENV_ID, num_envs=2, sandbox=backend)
+    assert venv.stepping == "threads"  # the default for docker: its aexec runs in the pool
     try:
         obs, info = venv.reset(seed=0)
         assert len(containers() - before) == 2

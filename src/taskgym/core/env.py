@@ -12,7 +12,8 @@ backends raise only :class:`SandboxError` subclasses, never a bare ``OSError``),
 observation and the episode goes on. Any other exception (in a
 tool, in the verifier, or while stopping the sandbox) is a crash: a bug of taskgym or of the
 env, not something the agent did. It ends the episode ungraded (``truncated=True``, reward
-0.0) with ``info["crash"]`` holding its type, message and traceback.
+0.0) with ``info["crash"]`` holding its type, message and traceback. A step (``step`` and
+``astep``, one code path) is in :mod:`taskgym.core.env_step`.
 """
 
 from __future__ import annotations

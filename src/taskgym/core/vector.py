@@ -33,7 +33,6 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
-from taskgym.core.env import TaskEnv
 from taskgym.core.vector_stepping import LoopStepper, Step, Threads
 
 __all__ = ["TaskVectorEnv"]
@@ -53,14 +52,16 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
             which ignores its action.
         max_workers: threads stepping the sub-envs (the calling thread included);
             ``None``: one per sub-env. With fewer, each steps its sub-envs one after another.
-        stepping: ``"threads"`` or ``"loop"`` (see the module's docstring).
+        stepping: ``"threads"`` or ``"loop"`` (see the module's docstring); ``None``: the
+            loop when the sub-envs' sandboxes are local ones (whose shells the loop drives
+            with no thread), else the threads. :attr:`stepping` says which.
         **env_kwargs: keyword arguments of every sub-env (``tasks``, ``sandbox``,
             ``max_steps``...), as :func:`taskgym.make` takes them.
     """
 
     def __init__(self, env_id: str, num_envs: int, *,
                  autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
-                 max_workers: int | None = None, stepping: str = "threads",
+                 max_workers: int | None = None, stepping: str | None = None,
                  **env_kwargs: Any) -> None:
         from taskgym.core.registry import make  # the registry names this class: import late
 
@@ -68,7 +69,7 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
             raise ValueError(f"num_envs={num_envs}: a vector env needs at least one sub-env")
         if max_workers is not None and max_workers < 1:
             raise ValueError(f"max_workers={max_workers}: at least 1 (or None: one per sub-env)")
-        if stepping not in STEPPING:
+        if stepping is not None and stepping not in STEPPING:
             raise ValueError(f"stepping={stepping!r}: choose one of {', '.join(STEPPING)}")
         self.autoreset_mode = AutoresetMode(autoreset_mode)
         self.num_envs = num_envs
@@ -81,6 +82,11 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
                 env.close()
             raise
         first = self.envs[0]
+        if stepping is None:
+            backend = getattr(first.unwrapped, "backend", None)
+            stepping = "loop" if getattr(backend, "name", None) == "local" else "threads"
+        self.stepping = stepping
+        """How the sub-envs are stepped: ``"loop"`` or ``"threads"``."""
         self.metadata = {**first.metadata, "autoreset_mode": self.autoreset_mode}
         self.render_mode = first.render_mode
         self.single_observation_space = first.observation_space
@@ -128,14 +134,11 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
         if stepped is None:
             calls = [self._step_call(i, action) for i, action in enumerate(batch)]
             stepped = self._threads.run(calls)
-        rewards = np.zeros(self.num_envs, dtype=np.float64)
-        terminated = np.zeros(self.num_envs, dtype=np.bool_)
-        truncated = np.zeros(self.num_envs, dtype=np.bool_)
-        infos: list[tuple[int, dict[str, Any]]] = []
-        for i, (obs, reward, term, trunc, info) in enumerate(stepped):
-            self._observations[i] = obs
-            rewards[i], terminated[i], truncated[i] = reward, term, trunc
-            infos.append((i, info))
+        self._observations = [obs for obs, *_ in stepped]
+        rewards = np.array([float(step[1]) for step in stepped], dtype=np.float64)
+        terminated = np.array([step[2] for step in stepped], dtype=np.bool_)
+        truncated = np.array([step[3] for step in stepped], dtype=np.bool_)
+        infos = [(i, step[4]) for i, step in enumerate(stepped)]
         if self.autoreset_mode == AutoresetMode.NEXT_STEP:
             self._autoreset = terminated | truncated
         return self._batch(), rewards, terminated, truncated, self._batch_infos(infos)
@@ -193,10 +196,10 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
         if self._loop is None or (self.autoreset_mode == AutoresetMode.NEXT_STEP
                                   and self._autoreset.any()):
             return None
-        envs = [self._loop.steppable(env) for env in self.envs]
-        if None in envs or not self._loop.usable():
+        envs = self._loop.task_envs(self.envs)
+        if envs is None or not self._loop.usable():
             return None
-        stepped = self._loop.step(cast(list[TaskEnv], envs), batch)
+        stepped = self._loop.step(envs, batch)
         if self.autoreset_mode == AutoresetMode.SAME_STEP:
             ended = [i for i, (_o, _r, term, trunc, _info) in enumerate(stepped) if term or trunc]
             calls: list[Callable[[], tuple[Any, dict[str, Any]]] | None] = [None] * self.num_envs

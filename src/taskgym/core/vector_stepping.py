@@ -8,7 +8,7 @@ import asyncio
 import queue
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, SupportsFloat, TypeVar
+from typing import Any, SupportsFloat, TypeVar, cast
 
 import gymnasium as gym
 from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker
@@ -95,6 +95,14 @@ class LoopStepper:
 
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
+
+    def task_envs(self, envs: Sequence[gym.Env[Any, Any]]) -> list[TaskEnv] | None:
+        """:meth:`steppable` of every env, or ``None`` when one is not (looked at on every
+        call: a wrapper may have been put on a sub-env, or a ``step`` on a wrapper)."""
+        found = [self.steppable(env) for env in envs]
+        if any(env is None for env in found):
+            return None
+        return cast(list[TaskEnv], found)
 
     @staticmethod
     def steppable(env: gym.Env[Any, Any]) -> TaskEnv | None:
