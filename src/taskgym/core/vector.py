@@ -5,17 +5,19 @@ default for every taskgym id) and :func:`taskgym.make_vec` make one. A sandbox s
 mostly waiting on the sandbox, so one process steps them all, without pickling observations
 across pipes, two ways (``stepping``):
 
-- ``"threads"`` (the default): each sub-env is always stepped by the same thread (the
-  calling thread steps the first share itself), so no env is ever used from two threads at
-  once; the wait on a sandbox lets the GIL go.
-- ``"loop"``: the calling thread steps every sub-env at once with ``astep`` on a private
-  event loop (uvloop's when it is installed: ``taskgym[fast]``), so the sandboxes' answers
-  are waited for together and no thread hands work to another. What the loop cannot take
-  still goes through the threads: resets (they block), a sub-env whose ``step`` is its own (a
-  wrapper of the user's, a domain's override) or whose wrappers still have a check to make
-  (Gymnasium's first-step check), and a call made from inside a running event loop. It makes
-  no thread hand-over, but measured on a busy machine it was no faster: its one thread gets
-  less of a CPU than the threads do (docs/benchmarks.md, vector envs), hence not the default.
+- ``"loop"`` (the default when the sub-envs' sandboxes are local): the calling thread steps
+  every sub-env at once with ``astep`` on a private event loop (uvloop's when it is
+  installed: ``taskgym[fast]``), so the sandboxes' answers are waited for together and no
+  thread hands work to another. What the loop cannot take still goes through the threads:
+  resets (they block), a sub-env whose ``step`` is its own (a wrapper of the user's, a
+  domain's override) or whose wrappers still have a check to make (Gymnasium's first-step
+  check), and a call made from inside a running event loop. It costs the least host CPU per
+  sub-step (docs/benchmarks.md, vector envs); on a machine busy with other work its one
+  thread may get less of a CPU than the threads do.
+- ``"threads"`` (the default for other sandboxes: docker's ``aexec`` runs in the bounded
+  pool anyway): each sub-env is always stepped by the same thread (the calling thread steps
+  the first share itself), so no env is ever used from two threads at once; the wait on a
+  sandbox lets the GIL go.
 
 It follows Gymnasium's :class:`~gymnasium.vector.VectorEnv` conventions: autoreset modes
 (``NEXT_STEP`` by default, in ``metadata["autoreset_mode"]``), infos as a dict of arrays with
@@ -42,7 +44,7 @@ STEPPING = ("threads", "loop")
 
 
 class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.ndarray]):
-    """``num_envs`` taskgym envs of ``env_id``, stepped concurrently by threads of this process.
+    """``num_envs`` taskgym envs of ``env_id``, stepped concurrently in this process.
 
     Args:
         env_id: a registered id (``"coding-terminal-v0"`` or ``"taskgym/coding-terminal-v0"``).
@@ -50,8 +52,9 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
         autoreset_mode: Gymnasium's autoreset mode (``NEXT_STEP``, ``SAME_STEP``, ``DISABLED``
             or their names); ``NEXT_STEP``: a sub-env that ended resets on the next ``step``,
             which ignores its action.
-        max_workers: threads stepping the sub-envs (the calling thread included);
-            ``None``: one per sub-env. With fewer, each steps its sub-envs one after another.
+        max_workers: threads stepping the sub-envs (the calling thread included), what the
+            loop does not take with ``stepping="loop"``; ``None``: one per sub-env. With
+            fewer, each steps its sub-envs one after another.
         stepping: ``"threads"`` or ``"loop"`` (see the module's docstring); ``None``: the
             loop when the sub-envs' sandboxes are local ones (whose shells the loop drives
             with no thread), else the threads. :attr:`stepping` says which.
