@@ -46,7 +46,7 @@ from _common import (  # noqa: E402
 from _floor import FloorShell, python_cpu, sandbox_cpu, sandbox_pids  # noqa: E402
 
 import taskgym  # noqa: E402
-from taskgym.core.env import _describe  # noqa: E402
+from taskgym.core.env_step import describe as _describe  # noqa: E402
 from taskgym.core.tool import ActionError, parse_action  # noqa: E402
 from taskgym.sandbox import ExecResult  # noqa: E402
 from taskgym.sandbox._commands import SOURCE_TRIGGER, ending  # noqa: E402

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import secrets
 import time
@@ -34,7 +35,9 @@ VECTORS: dict[str, VectorFactory] = {
     "native, gymnasium.make_vec": lambda n: gym.make_vec(
         f"taskgym/{ENV_ID}", num_envs=n, vectorization_mode="vector_entry_point"),
     "native, taskgym.make_vec": lambda n: taskgym.make_vec(ENV_ID, num_envs=n),
-    "native, 2 threads": lambda n: taskgym.make_vec(ENV_ID, num_envs=n, max_workers=2),
+    "native, threads": lambda n: taskgym.make_vec(ENV_ID, num_envs=n, stepping="threads"),
+    "native, 2 threads": lambda n: taskgym.make_vec(ENV_ID, num_envs=n, max_workers=2,
+                                                    stepping="threads"),
     "AsyncVectorEnv, shared memory": lambda n: gym.vector.AsyncVectorEnv(
         [lambda: taskgym.make(ENV_ID) for _ in range(n)]),
     "SyncVectorEnv": lambda n: gym.vector.SyncVectorEnv(
@@ -162,6 +165,7 @@ def test_native_vector_env_conventions() -> None:
     venv = taskgym.make_vec(ENV_ID, num_envs=2, max_steps=2, tasks="generated:spec")
     try:
         assert isinstance(venv, TaskVectorEnv) and isinstance(venv, gym.vector.VectorEnv)
+        assert venv.stepping == "loop"  # the default for local sandboxes
         assert venv.metadata["autoreset_mode"] == gym.vector.AutoresetMode.NEXT_STEP
         assert venv.spec is not None and venv.spec.id == f"taskgym/{ENV_ID}"
         assert venv.single_action_space == venv.envs[0].action_space
@@ -270,6 +274,7 @@ def test_native_vector_env_on_docker() -> None:
 
     before = containers()
     venv = taskgym.make_vec(ENV_ID, num_envs=2, sandbox=backend)
+    assert venv.stepping == "threads"  # the default for docker: its aexec runs in the pool
     try:
         obs, info = venv.reset(seed=0)
         assert len(containers() - before) == 2
@@ -405,7 +410,6 @@ def test_what_the_loop_cannot_step_goes_through_the_threads(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A user's wrapper, and a step called from inside a running event loop, are stepped by
     the threads, with the same observations."""
-    import asyncio
 
     class Tagged(gym.Wrapper[Any, Any, Any, Any]):
         def step(self, action: Any) -> Any:
@@ -453,6 +457,35 @@ def test_an_exception_on_the_event_loop_is_raised_after_the_others_stepped(
         obs, reward, terminated, truncated, info = venv.step((echo("a"), echo("b"), echo("c")))
         assert tuple(obs["text"]) == ("a\n[exit code 0]", "b\n[exit code 0]", "c\n[exit code 0]")
         assert list(info["step"]) == [3, 3, 3] and used == [True]
+    finally:
+        venv.close()
+
+
+@pytest.mark.sandbox
+def test_an_interrupt_on_the_event_loop_leaves_no_step_running(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A KeyboardInterrupt out of one sub-env's ``astep`` stops the call: the other sub-envs'
+    steps are cancelled there (none goes on behind the caller), and the next call steps all."""
+    venv = taskgym.make_vec(ENV_ID, num_envs=3, stepping="loop")
+    used = _on_loop(venv, monkeypatch)
+
+    async def interrupted(action: Any) -> Any:
+        raise KeyboardInterrupt
+
+    try:
+        venv.reset(seed=0)
+        venv.step((echo("a"),) * 3)
+        monkeypatch.setattr(venv.envs[1].unwrapped, "astep", interrupted)
+        slow = {"tool": "bash", "args": {"command": "sleep 5; echo late"}}
+        with pytest.raises(KeyboardInterrupt):
+            venv.step((slow, echo("b"), slow))
+        loop = venv._loop._loop  # type: ignore[union-attr]
+        assert loop is not None and not asyncio.all_tasks(loop)
+        monkeypatch.undo()
+        used = _on_loop(venv, monkeypatch)
+        obs = venv.step((echo("c"), echo("d"), echo("e")))[0]
+        assert tuple(obs["text"]) == ("c\n[exit code 0]", "d\n[exit code 0]", "e\n[exit code 0]")
+        assert used == [True]
     finally:
         venv.close()
 

@@ -12,7 +12,8 @@ backends raise only :class:`SandboxError` subclasses, never a bare ``OSError``),
 observation and the episode goes on. Any other exception (in a
 tool, in the verifier, or while stopping the sandbox) is a crash: a bug of taskgym or of the
 env, not something the agent did. It ends the episode ungraded (``truncated=True``, reward
-0.0) with ``info["crash"]`` holding its type, message and traceback.
+0.0) with ``info["crash"]`` holding its type, message and traceback. A step (``step`` and
+``astep``, one code path) is in :mod:`taskgym.core.env_step`.
 """
 
 from __future__ import annotations
@@ -26,22 +27,21 @@ import importlib
 import importlib.util
 import inspect
 import time
-import traceback
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 
+from taskgym.core.env_step import EnvStepping, Observation, StepResult
 from taskgym.core.reward import RewardResult
 from taskgym.core.spaces import ToolCallSpace, UnicodeText
 from taskgym.core.task import FolderTaskSet, GeneratedTaskSet, Limits, Task, TaskSet, source_version
-from taskgym.core.tool import ActionError, Tool, ToolCall, ToolResult, parse_action
+from taskgym.core.tool import Tool
 from taskgym.core.workspace import task_image
-from taskgym.errors import ConfigError, MissingDependencyError, SandboxError, TaskgymError
+from taskgym.errors import ConfigError, MissingDependencyError, SandboxError
 from taskgym.paths import envs_dir
 from taskgym.sandbox import (
     Backend,
@@ -64,30 +64,13 @@ if TYPE_CHECKING:
 
     from taskgym.core.snapshot import EpisodeSnapshot
 
-__all__ = ["TaskEnv"]
-
-Observation = dict[str, str]
-StepResult = tuple[Observation, float, bool, bool, dict[str, Any]]
-"""What ``step`` returns: observation, reward, terminated, truncated, info."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Ending:
-    """A step's text after its tool ran, and whether the episode ends with it."""
-
-    text: str
-    terminated: bool
-    truncated: bool
-
-    @property
-    def over(self) -> bool:
-        return self.terminated or self.truncated
+__all__ = ["Observation", "StepResult", "TaskEnv"]
 
 RESET_OPTIONS = ("task_id", "replay")
 """The keys ``reset(options=...)`` accepts; any other raises :class:`ConfigError`."""
 
 
-class TaskEnv(gym.Env[Observation, Any], abc.ABC):
+class TaskEnv(EnvStepping, gym.Env[Observation, Any], abc.ABC):
     """A task-sandbox environment: text observations, tool-call actions, verified reward.
 
     Args:
@@ -345,25 +328,6 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
         info = {"task_id": task.id, "domain": self.domain, "tools": self._tool_specs, "step": 0}
         return {"text": text}, info
 
-    def step(self, action: Any) -> StepResult:
-        info, outcome = self._begin_step(action)
-        if isinstance(outcome, ToolCall):
-            call = outcome
-            try:
-                outcome = call.tool.run(call.args)
-            except Exception as exc:
-                outcome = self._tool_failed(exc, call, action, info)
-        if isinstance(outcome, tuple):
-            return outcome
-        ending = self._tool_done(outcome, info)
-        graded = None
-        if ending.over:
-            try:
-                graded = self._grade()
-            except Exception as exc:  # the verifier or the sandbox's stop crashed
-                return self._crash(exc, "grading", action, info)
-        return self._finish_step(action, ending, graded, info)
-
     # -- asyncio API -----------------------------------------------------------------
     async def areset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -380,133 +344,9 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
                 raise resource_error("could not reset the env", exc) from exc
             raise
 
-    async def astep(self, action: Any) -> StepResult:
-        """:meth:`step` for asyncio, with the same observations. A tool's ``arun`` is
-        awaited (``bash`` drives the local sandbox from the event loop, with no thread);
-        a tool without one, and grading, run in the bounded pool. One step of an env at a
-        time: a second ``astep`` while one runs is an error observation. Never raises for
-        anything the agent sends. A subclass that overrides :meth:`step` has it run as it
-        is, in the pool."""
-        if type(self).step is not TaskEnv.step:
-            return await run_blocking(self.step, action)
-        info, outcome = self._begin_step(action)
-        if isinstance(outcome, ToolCall):
-            call = outcome
-            arun = call.tool.arun
-            try:
-                outcome = await (arun(call.args) if arun is not None
-                                 else run_blocking(call.tool.run, call.args))
-            except Exception as exc:
-                outcome = self._tool_failed(exc, call, action, info)
-        if isinstance(outcome, tuple):
-            return outcome
-        ending = self._tool_done(outcome, info)
-        graded = None
-        if ending.over:
-            try:
-                graded = await run_blocking(self._grade)
-            except Exception as exc:  # the verifier or the sandbox's stop crashed
-                return self._crash(exc, "grading", action, info)
-        return self._finish_step(action, ending, graded, info)
-
     async def aclose(self) -> None:
         """:meth:`close` for asyncio (stopping the sandbox runs in the bounded pool)."""
         await run_blocking(self.close)
-
-    # -- the pieces of a step (shared by step and astep) -----------------------------
-    def _begin_step(self, action: Any) -> tuple[dict[str, Any], ToolCall | ToolResult | StepResult]:
-        """Count the step and parse ``action``: the info so far, and the call to run, the
-        error result of a bad action, or the whole answer when the episode is over."""
-        info: dict[str, Any] = {"task_id": self.task.id if self.task else None}
-        if self._over:
-            message = "the episode is over; call reset() to start a new one"
-            info["error"] = message
-            return info, ({"text": f"error: {message}"}, 0.0, True, False, info)
-        self._steps += 1
-        info["step"] = self._steps
-        call = parse_action(action, self._tools_by_name)
-        if isinstance(call, ActionError):
-            return info, ToolResult(text=f"error: {call.message}", error=call.message)
-        info["tool"] = call.tool.name
-        return info, call
-
-    def _tool_failed(self, exc: Exception, call: ToolCall, action: Any, info: dict[str, Any]
-                     ) -> ToolResult | StepResult:
-        """A tool raised ``exc``: an error result for the agent, or a crash of taskgym."""
-        if isinstance(exc, TaskgymError):
-            return ToolResult(text=f"error: {exc}", error=str(exc))
-        # a bug, not the agent's doing: end the episode, say why
-        return self._crash(exc, f"the {call.tool.name} tool", action, info)
-
-    def _tool_done(self, result: ToolResult, info: dict[str, Any]) -> _Ending:
-        """Fold the tool's result into ``info``; whether the episode ends, and why."""
-        if result.error is not None:
-            info["error"] = _utf8(result.error)
-        if result.info:
-            info.update(result.info)
-        if result.images:
-            info["images"] = list(result.images)
-        text = result.text
-        terminated = result.done
-        limits = self.episode_limits
-        truncated = not terminated and (
-            self._steps >= limits.max_steps or time.monotonic() >= self._deadline)
-        if truncated:
-            text += ("\n[step limit reached]" if self._steps >= limits.max_steps
-                     else "\n[time limit reached]")
-        return _Ending(text, terminated, truncated)
-
-    def _finish_step(self, action: Any, ending: _Ending, graded: RewardResult | None,
-                     info: dict[str, Any]) -> StepResult:
-        """The step's answer: the grade (when the episode ended) and the transcript."""
-        text = ending.text
-        reward = 0.0
-        if graded is not None:
-            reward = graded.score
-            info["reward"] = graded
-            info["usage"] = {"cpu_sec": self.last_usage.cpu_sec,
-                             "peak_memory_bytes": self.last_usage.peak_memory_bytes}
-            text += f"\n[graded: {graded.summary()}]"
-        text = _utf8(text)
-        if self.render_mode == "ansi":
-            self._transcript.append(f"$ {_describe(action)}\n{text}")
-        return {"text": text}, reward, ending.terminated, ending.truncated, info
-
-    def _crash(self, exc: Exception, where: str, action: Any, info: dict[str, Any]
-               ) -> StepResult:
-        """End the episode after an unexpected exception in ``where``, ungraded."""
-        self._over = True
-        crash = {"type": type(exc).__name__, "message": _utf8(str(exc))[:2000], "where": where,
-                 "traceback": _utf8("".join(traceback.format_exception(exc)))}
-        try:
-            self._end_session()
-        except Exception as cleanup:  # the crash itself may have broken the sandbox
-            crash["cleanup"] = _utf8(f"{type(cleanup).__name__}: {cleanup}")[:2000]
-        message = (f"taskgym crashed in {where}: {crash['type']}: {crash['message']}. This is "
-                   "a bug in taskgym or in the env, not the agent's doing; the episode is over, "
-                   "ungraded (info['crash'] has the traceback; please report it)")
-        info.update(error=message, crash=crash)
-        text = f"error: {message}"
-        if self.render_mode == "ansi":
-            self._transcript.append(f"$ {_describe(action)}\n{text}")
-        return {"text": text}, 0.0, False, True, info
-
-    def _grade(self) -> RewardResult:
-        assert self.task is not None
-        session = self.session
-        self._over = True
-        try:
-            session.stop()
-            self.last_usage = session.usage()
-            if self._lease is not None:
-                self._lease.settle()
-            result = self.verify(self.task, session)
-        except TaskgymError as exc:
-            result = RewardResult.failed(f"grading failed: {exc}")
-        finally:
-            self._end_session()
-        self.last_reward = result
-        return result
 
     def _end_session(self) -> None:
         session, self._session = self._session, None
@@ -639,17 +479,3 @@ class TaskEnv(gym.Env[Observation, Any], abc.ABC):
             self._spares.close()
         super().close()
 
-
-def _describe(action: Any) -> str:
-    try:
-        text = action if isinstance(action, str) else repr(action)
-    except Exception as exc:  # an odd object's __repr__
-        text = f"<{type(action).__name__} whose repr raised {type(exc).__name__}>"
-    return _utf8(text if len(text) < 400 else text[:400] + "...")
-
-
-def _utf8(text: str) -> str:
-    """``text`` with any lone surrogate written as an escape, so that it encodes as UTF-8."""
-    if text.isascii():
-        return text
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -5,17 +5,19 @@ default for every taskgym id) and :func:`taskgym.make_vec` make one. A sandbox s
 mostly waiting on the sandbox, so one process steps them all, without pickling observations
 across pipes, two ways (``stepping``):
 
-- ``"threads"`` (the default): each sub-env is always stepped by the same thread (the
-  calling thread steps the first share itself), so no env is ever used from two threads at
-  once; the wait on a sandbox lets the GIL go.
-- ``"loop"``: the calling thread steps every sub-env at once with ``astep`` on a private
-  event loop (uvloop's when it is installed: ``taskgym[fast]``), so the sandboxes' answers
-  are waited for together and no thread hands work to another. What the loop cannot take
-  still goes through the threads: resets (they block), a sub-env whose ``step`` is its own (a
-  wrapper of the user's, a domain's override) or whose wrappers still have a check to make
-  (Gymnasium's first-step check), and a call made from inside a running event loop. It makes
-  no thread hand-over, but measured on a busy machine it was no faster: its one thread gets
-  less of a CPU than the threads do (docs/benchmarks.md, vector envs), hence not the default.
+- ``"loop"`` (the default when the sub-envs' sandboxes are local): the calling thread steps
+  every sub-env at once with ``astep`` on a private event loop (uvloop's when it is
+  installed: ``taskgym[fast]``), so the sandboxes' answers are waited for together and no
+  thread hands work to another. What the loop cannot take still goes through the threads:
+  resets (they block), a sub-env whose ``step`` is its own (a wrapper of the user's, a
+  domain's override) or whose wrappers still have a check to make (Gymnasium's first-step
+  check), and a call made from inside a running event loop. It costs the least host CPU per
+  sub-step (docs/benchmarks.md, vector envs); on a machine busy with other work its one
+  thread may get less of a CPU than the threads do.
+- ``"threads"`` (the default for other sandboxes: docker's ``aexec`` runs in the bounded
+  pool anyway): each sub-env is always stepped by the same thread (the calling thread steps
+  the first share itself), so no env is ever used from two threads at once; the wait on a
+  sandbox lets the GIL go.
 
 It follows Gymnasium's :class:`~gymnasium.vector.VectorEnv` conventions: autoreset modes
 (``NEXT_STEP`` by default, in ``metadata["autoreset_mode"]``), infos as a dict of arrays with
@@ -33,7 +35,6 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
-from taskgym.core.env import TaskEnv
 from taskgym.core.vector_stepping import LoopStepper, Step, Threads
 
 __all__ = ["TaskVectorEnv"]
@@ -43,7 +44,7 @@ STEPPING = ("threads", "loop")
 
 
 class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.ndarray]):
-    """``num_envs`` taskgym envs of ``env_id``, stepped concurrently by threads of this process.
+    """``num_envs`` taskgym envs of ``env_id``, stepped concurrently in this process.
 
     Args:
         env_id: a registered id (``"coding-terminal-v0"`` or ``"taskgym/coding-terminal-v0"``).
@@ -51,16 +52,19 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
         autoreset_mode: Gymnasium's autoreset mode (``NEXT_STEP``, ``SAME_STEP``, ``DISABLED``
             or their names); ``NEXT_STEP``: a sub-env that ended resets on the next ``step``,
             which ignores its action.
-        max_workers: threads stepping the sub-envs (the calling thread included);
-            ``None``: one per sub-env. With fewer, each steps its sub-envs one after another.
-        stepping: ``"threads"`` or ``"loop"`` (see the module's docstring).
+        max_workers: threads stepping the sub-envs (the calling thread included), what the
+            loop does not take with ``stepping="loop"``; ``None``: one per sub-env. With
+            fewer, each steps its sub-envs one after another.
+        stepping: ``"threads"`` or ``"loop"`` (see the module's docstring); ``None``: the
+            loop when the sub-envs' sandboxes are local ones (whose shells the loop drives
+            with no thread), else the threads. :attr:`stepping` says which.
         **env_kwargs: keyword arguments of every sub-env (``tasks``, ``sandbox``,
             ``max_steps``...), as :func:`taskgym.make` takes them.
     """
 
     def __init__(self, env_id: str, num_envs: int, *,
                  autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
-                 max_workers: int | None = None, stepping: str = "threads",
+                 max_workers: int | None = None, stepping: str | None = None,
                  **env_kwargs: Any) -> None:
         from taskgym.core.registry import make  # the registry names this class: import late
 
@@ -68,7 +72,7 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
             raise ValueError(f"num_envs={num_envs}: a vector env needs at least one sub-env")
         if max_workers is not None and max_workers < 1:
             raise ValueError(f"max_workers={max_workers}: at least 1 (or None: one per sub-env)")
-        if stepping not in STEPPING:
+        if stepping is not None and stepping not in STEPPING:
             raise ValueError(f"stepping={stepping!r}: choose one of {', '.join(STEPPING)}")
         self.autoreset_mode = AutoresetMode(autoreset_mode)
         self.num_envs = num_envs
@@ -81,6 +85,11 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
                 env.close()
             raise
         first = self.envs[0]
+        if stepping is None:
+            backend = getattr(first.unwrapped, "backend", None)
+            stepping = "loop" if getattr(backend, "name", None) == "local" else "threads"
+        self.stepping = stepping
+        """How the sub-envs are stepped: ``"loop"`` or ``"threads"``."""
         self.metadata = {**first.metadata, "autoreset_mode": self.autoreset_mode}
         self.render_mode = first.render_mode
         self.single_observation_space = first.observation_space
@@ -128,14 +137,11 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
         if stepped is None:
             calls = [self._step_call(i, action) for i, action in enumerate(batch)]
             stepped = self._threads.run(calls)
-        rewards = np.zeros(self.num_envs, dtype=np.float64)
-        terminated = np.zeros(self.num_envs, dtype=np.bool_)
-        truncated = np.zeros(self.num_envs, dtype=np.bool_)
-        infos: list[tuple[int, dict[str, Any]]] = []
-        for i, (obs, reward, term, trunc, info) in enumerate(stepped):
-            self._observations[i] = obs
-            rewards[i], terminated[i], truncated[i] = reward, term, trunc
-            infos.append((i, info))
+        self._observations = [obs for obs, *_ in stepped]
+        rewards = np.array([float(step[1]) for step in stepped], dtype=np.float64)
+        terminated = np.array([step[2] for step in stepped], dtype=np.bool_)
+        truncated = np.array([step[3] for step in stepped], dtype=np.bool_)
+        infos = [(i, step[4]) for i, step in enumerate(stepped)]
         if self.autoreset_mode == AutoresetMode.NEXT_STEP:
             self._autoreset = terminated | truncated
         return self._batch(), rewards, terminated, truncated, self._batch_infos(infos)
@@ -193,10 +199,10 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
         if self._loop is None or (self.autoreset_mode == AutoresetMode.NEXT_STEP
                                   and self._autoreset.any()):
             return None
-        envs = [self._loop.steppable(env) for env in self.envs]
-        if None in envs or not self._loop.usable():
+        envs = self._loop.task_envs(self.envs)
+        if envs is None or not self._loop.usable():
             return None
-        stepped = self._loop.step(cast(list[TaskEnv], envs), batch)
+        stepped = self._loop.step(envs, batch)
         if self.autoreset_mode == AutoresetMode.SAME_STEP:
             ended = [i for i, (_o, _r, term, trunc, _info) in enumerate(stepped) if term or trunc]
             calls: list[Callable[[], tuple[Any, dict[str, Any]]] | None] = [None] * self.num_envs
@@ -231,34 +237,52 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
         """Gymnasium's batched infos (a dict of arrays, each key ``k`` with a bool mask ``_k``;
         dicts batched key by key; ``final_obs`` an object array), what
         ``VectorEnv._add_info`` builds one sub-env at a time, built one key at a time (a
-        fifth of the time with 16 sub-envs). Values of one key of different types make an
-        object array."""
-        by_key: dict[str, list[tuple[int, Any]]] = {}
-        for i, info in infos:
-            for key, value in info.items():
-                by_key.setdefault(key, []).append((i, value))
+        fifth of the time with 16 sub-envs; when every info has the same keys, the usual
+        case, each key's values are gathered in one pass). Values of one key of different
+        types make an object array."""
+        columns: dict[str, tuple[list[int], list[Any]]] = {}
+        keys = infos[0][1].keys() if infos else None
+        if keys is not None and all(info.keys() == keys for _, info in infos):
+            indices = [i for i, _ in infos]
+            for key in keys:
+                columns[key] = (indices, [info[key] for _, info in infos])
+        else:
+            for i, info in infos:
+                for key, value in info.items():
+                    column = columns.get(key)
+                    if column is None:
+                        columns[key] = column = ([], [])
+                    column[0].append(i)
+                    column[1].append(value)
         batched: dict[str, Any] = {}
-        for key, found in by_key.items():
-            first = found[0][1]
-            same = all(type(value) is type(first) for _, value in found)
+        for key, (indices, values) in columns.items():
+            kind = type(values[0])
+            plain = key != "final_obs" and all(type(value) is kind for value in values)
+            every = indices == self._all
+            where: Any = slice(None) if every else indices  # no fancy indexing
             array: Any
-            indices = [i for i, _ in found]
-            where: Any = slice(None) if indices == self._all else indices  # no fancy indexing
-            if key != "final_obs" and same and isinstance(first, dict):
-                array = self._batch_infos(found)
-            elif key != "final_obs" and same and (type(first) in (int, float, bool)
-                                                   or isinstance(first, np.number)):
-                array = np.zeros(self.num_envs, dtype=type(first))
-                array[where] = [value for _, value in found]
-            elif key != "final_obs" and same and isinstance(first, np.ndarray):
-                array = np.zeros((self.num_envs, *first.shape), dtype=first.dtype)
-                array[where] = [value for _, value in found]
+            if plain and issubclass(kind, dict):
+                array = self._batch_infos(list(zip(indices, values, strict=True)))
+            elif plain and (kind in (int, float, bool) or issubclass(kind, np.number)):
+                if every:
+                    array = np.array(values, dtype=kind)
+                else:
+                    array = np.zeros(self.num_envs, dtype=kind)
+                    array[where] = values
+            elif plain and every and kind is str:
+                array = np.array(values, dtype=object)
+            elif plain and issubclass(kind, np.ndarray):
+                array = np.zeros((self.num_envs, *values[0].shape), dtype=values[0].dtype)
+                array[where] = values
             else:
                 array = np.full(self.num_envs, None, dtype=object)
-                for i, value in found:
+                for i, value in zip(indices, values, strict=True):
                     array[i] = value
-            mask = np.zeros(self.num_envs, dtype=np.bool_)
-            mask[where] = True
+            if every:
+                mask = np.ones(self.num_envs, dtype=np.bool_)
+            else:
+                mask = np.zeros(self.num_envs, dtype=np.bool_)
+                mask[indices] = True
             batched[key], batched[f"_{key}"] = array, mask
         return batched
 
