@@ -509,3 +509,32 @@ def test_the_lock_probe_sees_locks_where_they_are_allowed(local_backend: Backend
     assert isinstance(seen["/proc/locks"], int) and seen["/proc/locks"] > 0  # the child's locks
     assert seen["inotify"] == "seen", seen  # the child's opens of a shared file
     close_warm_graders(local_backend)
+
+
+def test_a_grade_outlives_the_last_lease_of_its_kind(zygote: Backend, cad_tasks: Any) -> None:
+    """When the last env of a kind lets go of it (its close, or its finalizer at any garbage
+    collection) while a grade of that kind runs, the zygote is closed only after that grade:
+    closing it at once killed the grade (seen in the full suite, where a dropped env's
+    finalizer ran mid-grade)."""
+    from taskgym.domains.cad.verifier import grader_of
+    from taskgym.sandbox.warm_leases import Lease
+
+    task = cad_tasks.get("plate-four-holes")
+    made = grader_of(task, None)
+    assert made.preload is not None
+    lease = Lease(zygote, made.spec, made.argv, made.preload)
+    first = grade_code(task, _solution(task).encode(), zygote)
+    assert first.details["grader_path"] == "zygote" and len(live_zygotes(zygote)) == 1
+    results: list[RewardResult] = []
+    slow = "import time\ntime.sleep(4)\n" + _solution(task)
+    thread = threading.Thread(target=lambda: results.append(grade_code(task, slow.encode(), zygote)))
+    thread.start()
+    time.sleep(2.0)  # the slow grade is forked and sleeping
+    lease.close()  # the kind's last user lets go
+    thread.join(120)
+    assert results and results[0].score == 1.0, results and results[0].details.get("reason")
+    assert results[0].details["grader_path"] == "zygote"
+    deadline = time.monotonic() + 10
+    while live_zygotes(zygote) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert live_zygotes(zygote) == []  # closed once its grade ended

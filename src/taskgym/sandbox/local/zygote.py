@@ -168,6 +168,12 @@ class GraderZygote:
         finally:
             inner.close()
 
+    def running(self) -> bool:
+        """Whether a grade it forked is still running."""
+        with self.lock:
+            self.forked = [grade for grade in self.forked if not grade.closed]
+            return bool(self.forked)
+
     def idle(self, now: float) -> bool:
         """Whether it booted, no grade of it runs, and nothing asked for it for the backend's
         ``warm_idle_sec`` (a running grade counts as asking)."""
@@ -192,6 +198,8 @@ class GraderZygote:
 
 _ZYGOTES: dict[tuple[int, str], GraderZygote] = {}
 _BROKEN: set[tuple[int, str]] = set()
+_RETIRING: set[GraderZygote] = set()
+"""Zygotes taken out of use whose grades still run: closed when those end."""
 _LOCK = threading.Lock()
 _JOBS: queue.Queue[GraderZygote] = queue.Queue()
 _BOOTER: list[threading.Thread] = []
@@ -205,6 +213,7 @@ def _forget_in_child() -> None:
     global _JOBS
     _ZYGOTES.clear()
     _BROKEN.clear()
+    _RETIRING.clear()
     _BOOTER.clear()
     _JOBS = queue.Queue()
     _LOCK.release()
@@ -332,6 +341,9 @@ def close_zygotes(backend: Backend | None = None) -> None:
     with _LOCK:
         keys = [k for k, z in _ZYGOTES.items() if backend is None or z.backend is backend]
         zygotes = [_ZYGOTES.pop(k) for k in keys]
+        retiring = [z for z in _RETIRING if backend is None or z.backend is backend]
+        _RETIRING.difference_update(retiring)
+        zygotes += retiring
         _BROKEN.difference_update([k for k in _BROKEN if backend is None or k[0] == id(backend)])
     for zygote in zygotes:
         zygote.closed = True
@@ -343,7 +355,24 @@ def close_zygote(backend: Backend, spec: SandboxSpec, argv: list[str]) -> None:
     """Close the zygote of this kind, if one runs (when its last warm-grader lease closes)."""
     with _LOCK:
         zygote = _ZYGOTES.pop(_key(backend, spec, zygote_command(argv)), None)
-    if zygote is not None:
-        zygote.closed = True
-        zygote.done.wait(30)
-        zygote.close()
+        if zygote is None:
+            return
+        zygote.closed = True  # no new grade forks from it
+        if zygote.running():  # killing it now would kill them: close it when they end
+            _RETIRING.add(zygote)
+            threading.Thread(target=_retire, args=(zygote,), daemon=True,
+                             name="taskgym-zygote-retire").start()
+            return
+    zygote.done.wait(30)
+    zygote.close()
+
+
+def _retire(zygote: GraderZygote) -> None:
+    """Close ``zygote`` once none of its grades runs (each ends by its own deadline)."""
+    while zygote.running():
+        time.sleep(0.05)
+    with _LOCK:
+        if zygote not in _RETIRING:  # close_zygotes took it meanwhile
+            return
+        _RETIRING.discard(zygote)
+    zygote.close()
