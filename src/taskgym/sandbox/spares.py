@@ -23,13 +23,13 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import queue
 import threading
 import time
 import weakref
 
 from taskgym.errors import ConfigError
 from taskgym.sandbox.base import Backend, SandboxSpec, Session
+from taskgym.sandbox.booting import JobThread
 
 __all__ = ["Spares", "max_spares"]
 
@@ -149,24 +149,13 @@ def _close(sessions: list[Session]) -> None:
             session.close()
 
 
-_JOBS: queue.Queue[Spares] = queue.Queue()
-_BOOTER: list[threading.Thread] = []
-_LOCK = threading.Lock()
+_BOOTS: JobThread[Spares] = JobThread("taskgym-fork-spares", lambda spares: spares._boot_one())
+"""The one thread that starts spare sessions (see :mod:`taskgym.sandbox.booting`)."""
 _ALL: weakref.WeakSet[Spares] = weakref.WeakSet()
 
 
 def _boot_later(spares: Spares) -> None:
-    with _LOCK:
-        if not _BOOTER:
-            _BOOTER.append(threading.Thread(target=_booter, daemon=True,
-                                            name="taskgym-fork-spares"))
-            _BOOTER[0].start()
-    _JOBS.put(spares)
-
-
-def _booter() -> None:
-    while True:
-        _JOBS.get()._boot_one()
+    _BOOTS.put(spares)
 
 
 @atexit.register

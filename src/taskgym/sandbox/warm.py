@@ -41,7 +41,6 @@ import contextlib
 import hashlib
 import json
 import os
-import queue
 import socket
 import threading
 import time
@@ -51,6 +50,7 @@ from pathlib import Path
 
 from taskgym.errors import ConfigError, SandboxError
 from taskgym.sandbox.base import Backend, Prestarted, SandboxSpec
+from taskgym.sandbox.booting import JobThread
 from taskgym.sandbox.config import warm_graders_default
 
 __all__ = ["LOCK", "MAX_KINDS", "POOLS", "STUB_MOUNT", "Entry", "WarmPool", "close_warm_graders",
@@ -224,34 +224,29 @@ class WarmPool:
             entry.done.wait(30)
 
 
-_JOBS: queue.Queue[tuple[Entry, Backend, SandboxSpec, list[str]]] = queue.Queue()
-_BOOTER: list[threading.Thread] = []
+def _boot(job: tuple[Entry, Backend, SandboxSpec, list[str]]) -> None:
+    entry, backend, spec, argv = job
+    if entry.discarded:
+        entry.done.set()
+    else:
+        entry.boot(backend, spec, argv)
+
+
+def _sweep() -> None:
+    from taskgym.sandbox.warm_leases import sweep
+
+    sweep()
+
+
+_BOOTS: JobThread[tuple[Entry, Backend, SandboxSpec, list[str]]] = JobThread(
+    "taskgym-warm-grader", _boot, idle=_sweep, every=SWEEP_SEC)
+"""The one thread that boots pool graders, one at a time (see :mod:`taskgym.sandbox.booting`),
+and sweeps idle pools between boots."""
 
 
 def _boot_later(entry: Entry, backend: Backend, spec: SandboxSpec, argv: list[str]) -> None:
-    """Boot ``entry`` in the one booting thread, which lives as long as the process: a local
-    sandbox dies with the thread that started it (bwrap's ``--die-with-parent`` is a parent
-    death signal, sent when that thread ends). Boots run one at a time."""
-    with LOCK:
-        if not _BOOTER:
-            _BOOTER.append(threading.Thread(target=_booter, daemon=True, name="taskgym-warm-grader"))
-            _BOOTER[0].start()
-    _JOBS.put((entry, backend, spec, argv))
-
-
-def _booter() -> None:
-    from taskgym.sandbox.warm_leases import sweep
-
-    while True:
-        try:
-            entry, backend, spec, argv = _JOBS.get(timeout=SWEEP_SEC)
-        except queue.Empty:
-            sweep()
-            continue
-        if entry.discarded:
-            entry.done.set()
-        else:
-            entry.boot(backend, spec, argv)
+    """Boot ``entry`` in the booting thread."""
+    _BOOTS.put((entry, backend, spec, argv))
 
 
 POOLS: OrderedDict[tuple[int, str], WarmPool] = OrderedDict()
@@ -317,12 +312,9 @@ def close_warm_graders(backend: Backend | None = None) -> None:
 
 def _forget_in_child() -> None:
     """In a forked child: drop the parent's pools (their sandboxes are the parent's: neither
-    used nor closed here) and its booting thread (not running here), then free :data:`LOCK`,
-    held across the fork so that no other thread left these half-changed."""
-    global _JOBS
+    used nor closed here; the booting thread starts afresh by itself), then free
+    :data:`LOCK`, held across the fork so that no other thread left these half-changed."""
     POOLS.clear()
-    _BOOTER.clear()
-    _JOBS = queue.Queue()
     LOCK.release()
 
 

@@ -34,7 +34,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import queue
 import shutil
 import socket
 import subprocess
@@ -46,6 +45,7 @@ from taskgym.errors import SandboxError
 from taskgym.sandbox._commands import CONTROL_DIR, CONTROL_MB
 from taskgym.sandbox._seccomp import grade_seccomp_program
 from taskgym.sandbox.base import Backend, SandboxSpec
+from taskgym.sandbox.booting import JobThread
 from taskgym.sandbox.local.command_line import NESTED_PROC
 from taskgym.sandbox.local.zygote_grade import ZygoteGrade, await_ready
 
@@ -201,21 +201,19 @@ _BROKEN: set[tuple[int, str]] = set()
 _RETIRING: set[GraderZygote] = set()
 """Zygotes taken out of use whose grades still run: closed when those end."""
 _LOCK = threading.Lock()
-_JOBS: queue.Queue[GraderZygote] = queue.Queue()
-_BOOTER: list[threading.Thread] = []
+_BOOTS: JobThread[GraderZygote] = JobThread(
+    "taskgym-zygote", lambda zygote: _boot(zygote), idle=lambda: sweep_zygotes(), every=SWEEP_SEC)
+"""The one thread that boots zygotes (see :mod:`taskgym.sandbox.booting`) and sweeps idle ones."""
 
 
 def _forget_in_child() -> None:
-    """In a process forked from the one that started them, the zygotes (and those queued to
-    boot) and the booting thread are the parent's: start afresh, neither using nor closing
-    them; then free ``_LOCK``, held across the fork so that no other thread left these
-    half-changed."""
-    global _JOBS
+    """In a process forked from the one that started them, the zygotes are the parent's:
+    start afresh, neither using nor closing them (the booting thread, and the zygotes queued
+    to boot, start afresh by themselves); then free ``_LOCK``, held across the fork so that
+    no other thread left these half-changed."""
     _ZYGOTES.clear()
     _BROKEN.clear()
     _RETIRING.clear()
-    _BOOTER.clear()
-    _JOBS = queue.Queue()
     _LOCK.release()
 
 
@@ -223,17 +221,11 @@ os.register_at_fork(before=_LOCK.acquire, after_in_parent=_LOCK.release,
                     after_in_child=_forget_in_child)
 
 
-def _booter() -> None:
-    while True:
-        try:
-            zygote = _JOBS.get(timeout=SWEEP_SEC)
-        except queue.Empty:
-            sweep_zygotes()
-            continue
-        if not zygote.closed:
-            zygote.boot()
-        else:
-            zygote.done.set()
+def _boot(zygote: GraderZygote) -> None:
+    if not zygote.closed:
+        zygote.boot()
+    else:
+        zygote.done.set()
 
 
 def _usable(backend: Backend) -> bool:
@@ -270,10 +262,7 @@ def _get(backend: Backend, spec: SandboxSpec, argv: list[str], version: str) -> 
         if zygote is None:
             zygote = _ZYGOTES[key] = GraderZygote(backend, spec, command, version,
                                                   kind_key(backend, spec, argv))
-            if not _BOOTER:
-                _BOOTER.append(threading.Thread(target=_booter, daemon=True, name="taskgym-zygote"))
-                _BOOTER[0].start()
-            _JOBS.put(zygote)
+            _BOOTS.put(zygote)
         zygote.used = time.monotonic()
     if stale is not None:
         stale.close()
