@@ -417,9 +417,17 @@ def wait_for(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
     return True
 
 
-def test_a_dead_owners_snapshot_is_reaped(session: Session) -> None:
+@pytest.mark.parametrize("storage", ["memory", "runtime-root"])
+def test_a_dead_owners_snapshot_is_reaped(session: Session, storage: str,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Wherever a snapshot is kept, the reaper removes it once its owner is gone."""
+    if storage == "runtime-root":
+        monkeypatch.setenv("TASKGYM_SNAPSHOT_MEMORY_BYTES", "0")
+    elif memory_root() is None:
+        pytest.skip("no writable /dev/shm here")
     snap = session.snapshot()
-    pid, start, rest = snap.folder.name.split("-", 2)
+    assert snap.storage == storage
+    _pid, start, rest = snap.folder.name.split("-", 2)
     dead = snap.folder.with_name(f"{2**22 + 7}-{start}-{rest}")  # no such pid
     snap.folder.rename(dead)
     try:
