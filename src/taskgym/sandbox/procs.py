@@ -7,6 +7,7 @@ from ``/proc/<pid>/stat``); a kill is only ever sent to a pid whose start time s
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import time
@@ -18,6 +19,19 @@ __all__ = ["CLK_TCK", "SANDBOX_UID", "children", "descendants", "proc_stat", "ru
 SANDBOX_UID = 1000
 """The uid the agent's processes run as, in every backend."""
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+_GONE = frozenset({errno.ENOENT, errno.ESRCH})
+"""What reading a process's /proc entry fails with once it has exited."""
+_NOT_OURS = _GONE | {errno.EACCES, errno.EPERM}
+"""... and what it fails with for another user's process (skipped when scanning /proc)."""
+_NO_DESCRIPTOR = frozenset({errno.EMFILE, errno.ENFILE})
+
+
+def _skip(exc: OSError, expected: frozenset[int]) -> None:
+    """Return if ``exc`` is one of the ``expected`` failures, else raise it: running out of
+    descriptors must not read as "no such process" (a kill loop would stop early, a
+    check would fail with a misleading message)."""
+    if exc.errno not in expected:
+        raise exc
 
 
 def running_argv(prefix: bytes) -> set[int]:
@@ -29,8 +43,8 @@ def running_argv(prefix: bytes) -> set[int]:
             try:
                 if Path(entry.path, "cmdline").read_bytes().startswith(prefix):
                     found.add(int(entry.name))
-            except OSError:
-                continue
+            except OSError as exc:
+                _skip(exc, _NOT_OURS)
     return found
 
 
@@ -39,7 +53,8 @@ def proc_stat(pid: int) -> list[str] | None:
     index 19), or ``None`` when there is no such process."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+    except OSError as exc:
+        _skip(exc, _GONE)
         return None
     return stat[stat.rindex(")") + 2 :].split()
 
@@ -55,11 +70,20 @@ def wait_gone(pid: int, start: int | None, timeout: float = 5.0) -> None:
 
     When init dies the kernel kills the rest of the pid namespace, and init's exit
     completes only once they are gone.
+
+    Out of descriptors, init's start time cannot be read; the wait goes on (without a kill,
+    which needs that time to be sure of its target) while other closes free some.
     """
     deadline = time.monotonic() + timeout
-    while start is not None and start_tick(pid) == start and time.monotonic() < deadline:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+    while start is not None and time.monotonic() < deadline:
+        try:
+            if start_tick(pid) != start:
+                return
+        except OSError as exc:
+            _skip(exc, _NO_DESCRIPTOR)
+        else:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         time.sleep(0.0005)
 
 
@@ -73,7 +97,8 @@ def children(pid: int) -> list[int]:
     """The pids of ``pid``'s children (its main thread's), or ``[]``."""
     try:
         return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
+    except OSError as exc:
+        _skip(exc, _GONE)
         return []
 
 
@@ -89,13 +114,15 @@ def descendants(pid: int) -> list[int]:
         parent = todo.pop()
         try:
             threads = os.listdir(f"/proc/{parent}/task")
-        except OSError:
+        except OSError as exc:
+            _skip(exc, _GONE)
             continue
         for tid in threads:
             try:
                 with open(f"/proc/{parent}/task/{tid}/children", "rb") as listing:
                     kids = [int(word) for word in listing.read().split()]
-            except OSError:
+            except OSError as exc:
+                _skip(exc, _GONE)
                 continue
             found.extend(kids)
             todo.extend(kids)
@@ -112,7 +139,8 @@ def sandbox_processes(pidns: str) -> list[tuple[int, int]]:
         try:
             if os.readlink(f"/proc/{entry.name}/ns/pid") != want:
                 continue
-        except OSError:
+        except OSError as exc:
+            _skip(exc, _NOT_OURS)
             continue
         start = start_tick(int(entry.name))  # zombies wait for a reaper; they do not run
         if start is not None:
