@@ -8,7 +8,8 @@ import pytest
 
 import taskgym
 from taskgym.errors import ConfigError
-from taskgym.sandbox import DockerConfig, LocalConfig, backend_config
+from taskgym.sandbox import DockerConfig, LocalConfig, backend_config, snapshot_store
+from taskgym.sandbox.config import whole_number_env
 
 
 def test_names_and_mappings_become_configs(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -33,10 +34,26 @@ def test_bad_choices_say_what_is_accepted(choice: object, message: str) -> None:
     assert message in str(info.value)
 
 
-def test_a_bad_pool_variable_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TASKGYM_DOCKER_POOL", "many")
-    with pytest.raises(ConfigError, match="TASKGYM_DOCKER_POOL must be a whole number"):
-        DockerConfig()
+_COUNTS = {  # each whole-number variable and what reads it
+    "TASKGYM_DOCKER_POOL": (lambda: DockerConfig().pool_size, 0),
+    "TASKGYM_WARM_GRADERS": (lambda: LocalConfig().warm_graders, 0),
+    "TASKGYM_SNAPSHOT_MEMORY_BYTES": (snapshot_store.memory_budget, 0),
+    "TASKGYM_TEST_COUNT": (lambda: whole_number_env("TASKGYM_TEST_COUNT", 7, minimum=1), 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_COUNTS))
+def test_a_bad_count_variable_is_a_clear_error(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    read, minimum = _COUNTS[name]
+    monkeypatch.setenv(name, str(minimum))
+    assert read() == minimum
+    for bad in ("many", str(minimum - 1), "2.5", ""):
+        monkeypatch.setenv(name, bad)
+        with pytest.raises(ConfigError, match=f"{name} must be a whole number >= {minimum}, "
+                                              f"not {bad!r}"):
+            read()
+    monkeypatch.delenv(name)
+    assert read() > 0  # the default
 
 
 def test_configs_are_frozen_and_hashable() -> None:

@@ -147,7 +147,6 @@ def cad_tasks() -> Any:
 
 @pytest.fixture
 def zygote(monkeypatch: pytest.MonkeyPatch, local_backend: Backend) -> Iterator[Backend]:
-    monkeypatch.setenv("TASKGYM_WARM_GRADERS", "1")
     monkeypatch.setattr(local_backend, "grader_zygote", True)
     close_warm_graders(local_backend)
     yield local_backend

@@ -111,7 +111,7 @@ def test_half_of_the_memory_folder_stays_free(session: Session, small_shm: Path)
 
 def test_a_bad_budget_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TASKGYM_SNAPSHOT_MEMORY_BYTES", "lots")
-    with pytest.raises(ConfigError, match="number of bytes.*0 keeps"):
+    with pytest.raises(ConfigError, match="whole number >= 0.*bytes; 0 keeps"):
         snapshot_store.memory_budget()
 
 

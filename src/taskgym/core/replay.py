@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import threading
 import weakref
 from collections import OrderedDict
@@ -36,6 +35,7 @@ from pydantic import BaseModel
 
 from taskgym.core.snapshot import EpisodeSnapshot, restore_env, snapshot_env
 from taskgym.errors import ConfigError
+from taskgym.sandbox.config import whole_number_env
 
 if TYPE_CHECKING:
     from taskgym.core.env import TaskEnv
@@ -131,13 +131,8 @@ class _Cache:
 
 
 def _default_size() -> int:
-    raw = os.environ.get("TASKGYM_REPLAY_CACHE_BYTES")
-    if raw is None:
-        return DEFAULT_MAX_BYTES
-    try:
-        return max(0, int(raw))
-    except ValueError:
-        raise ConfigError(f"TASKGYM_REPLAY_CACHE_BYTES={raw!r} is not a number of bytes") from None
+    return whole_number_env("TASKGYM_REPLAY_CACHE_BYTES", DEFAULT_MAX_BYTES,
+                            hint=" (bytes; 0 turns the replay cache off)")
 
 
 _CACHE = _Cache(_default_size())

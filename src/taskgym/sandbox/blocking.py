@@ -22,6 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
 from taskgym.errors import ConfigError
+from taskgym.sandbox.config import whole_number_env
 
 __all__ = ["max_threads", "run_blocking", "set_max_threads", "submit_blocking"]
 
@@ -33,16 +34,8 @@ _size: int | None = None
 
 
 def _default_size() -> int:
-    text = os.environ.get("TASKGYM_BLOCKING_THREADS")
-    if text is None:
-        return max(8, min(32, 4 * (os.cpu_count() or 1)))
-    try:
-        size = int(text)
-    except ValueError:
-        size = 0
-    if size < 1:
-        raise ConfigError(f"TASKGYM_BLOCKING_THREADS must be a whole number >= 1, not {text!r}")
-    return size
+    return whole_number_env("TASKGYM_BLOCKING_THREADS", max(8, min(32, 4 * (os.cpu_count() or 1))),
+                            minimum=1)
 
 
 def max_threads() -> int:

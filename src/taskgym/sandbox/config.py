@@ -20,18 +20,29 @@ if TYPE_CHECKING:
     from taskgym.sandbox.base import Backend
 
 __all__ = ["BackendConfig", "DockerConfig", "LocalConfig", "WarmGraderConfig", "backend_config",
-           "get_backend", "grader_zygote_default", "warm_graders_default"]
+           "get_backend", "grader_zygote_default", "warm_graders_default", "whole_number_env"]
+
+
+def whole_number_env(name: str, default: int, minimum: int = 0, hint: str = "") -> int:
+    """The environment variable ``name`` as a whole number of at least ``minimum``, else
+    ``default`` when it is unset; any other value raises :class:`ConfigError` naming the
+    variable (``hint`` is added to the message: what 0 means, say)."""
+    text = os.environ.get(name)
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = minimum - 1
+    if value < minimum:
+        raise ConfigError(f"{name} must be a whole number >= {minimum}, not {text!r}{hint}")
+    return value
 
 
 def warm_graders_default() -> int:
     """``TASKGYM_WARM_GRADERS``, else the number of CPUs this process may use."""
-    text = os.environ.get("TASKGYM_WARM_GRADERS")
-    if text is None:
-        return max(1, len(os.sched_getaffinity(0)))
-    try:
-        return max(0, int(text))
-    except ValueError:
-        raise ConfigError(f"TASKGYM_WARM_GRADERS must be a whole number, not {text!r}") from None
+    return whole_number_env("TASKGYM_WARM_GRADERS", max(1, len(os.sched_getaffinity(0))),
+                            hint=" (0 turns warm graders off)")
 
 
 class WarmGraderConfig(BaseModel):
@@ -68,11 +79,7 @@ class LocalConfig(WarmGraderConfig):
 
 
 def _pool_default() -> int:
-    text = os.environ.get("TASKGYM_DOCKER_POOL", "2")
-    try:
-        return max(0, int(text))
-    except ValueError:
-        raise ConfigError(f"TASKGYM_DOCKER_POOL must be a whole number, not {text!r}") from None
+    return whole_number_env("TASKGYM_DOCKER_POOL", 2, hint=" (0 starts each container on demand)")
 
 
 class DockerConfig(WarmGraderConfig):

@@ -30,9 +30,10 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from taskgym.errors import ConfigError, SandboxError
+from taskgym.errors import SandboxError
 from taskgym.sandbox import _tree
 from taskgym.sandbox.cleanup import memory_root, runtime_root, session_name
+from taskgym.sandbox.config import whole_number_env
 
 __all__ = ["DEFAULT_MEMORY_BYTES", "Saved", "memory_budget", "memory_held", "release", "save"]
 
@@ -62,14 +63,8 @@ class Saved:
 
 def memory_budget() -> int:
     """``TASKGYM_SNAPSHOT_MEMORY_BYTES``, else :data:`DEFAULT_MEMORY_BYTES`."""
-    text = os.environ.get("TASKGYM_SNAPSHOT_MEMORY_BYTES")
-    if text is None:
-        return DEFAULT_MEMORY_BYTES
-    try:
-        return max(0, int(text))
-    except ValueError:
-        raise ConfigError(f"TASKGYM_SNAPSHOT_MEMORY_BYTES must be a number of bytes, not "
-                          f"{text!r} (0 keeps snapshots on the runtime root)") from None
+    return whole_number_env("TASKGYM_SNAPSHOT_MEMORY_BYTES", DEFAULT_MEMORY_BYTES,
+                            hint=" (bytes; 0 keeps snapshots on the runtime root)")
 
 
 def memory_held() -> int:

@@ -15,7 +15,7 @@ from taskgym.sandbox._commands import STATUS_MAX, BadStatus
 from taskgym.sandbox.base import SandboxSpec
 from taskgym.sandbox.local.launch import Launched
 from taskgym.sandbox.output import join_cut
-from taskgym.sandbox.procs import children, sandbox_processes, ticks_at
+from taskgym.sandbox.procs import children, descendants, start_tick, ticks_at
 
 __all__ = ["REWIND_AT", "RUNAWAY_CHECK_SEC", "dead_shell", "kill_started", "open_output",
            "output_full", "parse_status", "read_capped", "read_status", "status_socket"]
@@ -81,8 +81,9 @@ def kill_started(proc: Launched | None, since: float) -> None:
     since_tick = ticks_at(since)
     keep = {proc.init_pid, proc.proc.pid}
     keep.update(children(proc.init_pid))  # the shell itself
-    for pid, start in sandbox_processes(proc.pidns):
-        if pid not in keep and start >= since_tick:
+    for pid in descendants(proc.init_pid):  # the whole pid namespace: orphans go to its init
+        start = start_tick(pid)
+        if pid not in keep and start is not None and start >= since_tick:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
 
