@@ -21,6 +21,7 @@ import errno
 import fcntl
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 __all__ = ["CopyStats", "TreeTooBig", "clear_tree", "copy_tree", "tree_bytes"]
@@ -72,68 +73,68 @@ def copy_tree(src_fd: int, dst_fd: int, stats: CopyStats | None = None) -> int:
     bytes of file data copied (cloned files count too), recording in ``stats`` how. The top
     folders' own modes are left alone."""
     stats = CopyStats() if stats is None else stats
-    entries = _listing(src_fd)
     total = 0
-    for entry in entries:  # the listing's types; each opened one is checked by fstat
-        name = entry.name
-        if entry.is_dir(follow_symlinks=False):
-            sub_src = _open_dir(name, src_fd)
-            try:
-                st = os.fstat(sub_src)
-                os.mkdir(name, 0o700, dir_fd=dst_fd)
-                sub_dst = os.open(name, _DIR, dir_fd=dst_fd)
+    with _owner_access(src_fd), _owner_access(dst_fd):
+        for entry in _listing(src_fd):  # the listing's types; each opened one is checked by fstat
+            name = entry.name
+            if entry.is_dir(follow_symlinks=False):
+                sub_src = _open_dir(name, src_fd)
                 try:
-                    total += copy_tree(sub_src, sub_dst, stats)
-                    _finish(sub_dst, st, stats)
+                    st = os.fstat(sub_src)
+                    os.mkdir(name, 0o700, dir_fd=dst_fd)
+                    sub_dst = os.open(name, _DIR, dir_fd=dst_fd)
+                    try:
+                        total += copy_tree(sub_src, sub_dst, stats)
+                        _finish(sub_dst, st, stats)
+                    finally:
+                        os.close(sub_dst)
                 finally:
-                    os.close(sub_dst)
-            finally:
-                os.close(sub_src)
-        elif entry.is_symlink():
-            st = entry.stat(follow_symlinks=False)
-            os.symlink(os.readlink(name, dir_fd=src_fd), name, dir_fd=dst_fd)
-            with contextlib.suppress(OSError):
-                os.chown(name, st.st_uid, st.st_gid, dir_fd=dst_fd, follow_symlinks=False)
-            with contextlib.suppress(OSError):
-                os.utime(name, ns=(st.st_atime_ns, st.st_mtime_ns), dir_fd=dst_fd,
-                         follow_symlinks=False)
-        elif entry.is_file(follow_symlinks=False):
-            total += _copy_file(name, src_fd, dst_fd, stats)
+                    os.close(sub_src)
+            elif entry.is_symlink():
+                st = entry.stat(follow_symlinks=False)
+                os.symlink(os.readlink(name, dir_fd=src_fd), name, dir_fd=dst_fd)
+                with contextlib.suppress(OSError):
+                    os.chown(name, st.st_uid, st.st_gid, dir_fd=dst_fd, follow_symlinks=False)
+                with contextlib.suppress(OSError):
+                    os.utime(name, ns=(st.st_atime_ns, st.st_mtime_ns), dir_fd=dst_fd,
+                             follow_symlinks=False)
+            elif entry.is_file(follow_symlinks=False):
+                total += _copy_file(name, src_fd, dst_fd, stats)
     return total
 
 
 def tree_bytes(fd: int) -> int:
     """Bytes of regular-file data under the folder ``fd``."""
-    entries = _listing(fd)
     total = 0
-    for entry in entries:
-        st = entry.stat(follow_symlinks=False)
-        if stat.S_ISREG(st.st_mode):
-            total += st.st_size
-        elif stat.S_ISDIR(st.st_mode):
-            sub = _open_dir(entry.name, fd, st.st_mode)
-            try:
-                total += tree_bytes(sub)
-            finally:
-                os.close(sub)
+    with _owner_access(fd):
+        for entry in _listing(fd):
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISREG(st.st_mode):
+                total += st.st_size
+            elif stat.S_ISDIR(st.st_mode):
+                sub = _open_dir(entry.name, fd, st.st_mode)
+                try:
+                    total += tree_bytes(sub)
+                finally:
+                    os.close(sub)
     return total
 
 
 def clear_tree(fd: int) -> None:
     """Remove everything under the folder ``fd`` (the folder itself stays)."""
-    entries = _listing(fd)
-    for entry in entries:
-        if entry.is_dir(follow_symlinks=False):
-            with contextlib.suppress(OSError):
-                os.chmod(entry.name, 0o700, dir_fd=fd, follow_symlinks=False)
-            sub = os.open(entry.name, _DIR, dir_fd=fd)
-            try:
-                clear_tree(sub)
-            finally:
-                os.close(sub)
-            os.rmdir(entry.name, dir_fd=fd)
-        else:
-            os.unlink(entry.name, dir_fd=fd)
+    with _owner_access(fd):
+        for entry in _listing(fd):
+            if entry.is_dir(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    os.chmod(entry.name, 0o700, dir_fd=fd, follow_symlinks=False)
+                sub = os.open(entry.name, _DIR, dir_fd=fd)
+                try:
+                    clear_tree(sub)
+                finally:
+                    os.close(sub)
+                os.rmdir(entry.name, dir_fd=fd)
+            else:
+                os.unlink(entry.name, dir_fd=fd)
 
 
 def _listing(fd: int) -> list[os.DirEntry[str]]:
@@ -143,6 +144,25 @@ def _listing(fd: int) -> list[os.DirEntry[str]]:
     os.lseek(fd, 0, os.SEEK_SET)
     with os.scandir(fd) as listing:
         return list(listing)
+
+
+@contextlib.contextmanager
+def _owner_access(fd: int) -> Iterator[None]:
+    """While the block runs, the folder ``fd`` lets this process list, enter and change it:
+    one its owner (this process, not root) locked, say with mode 000, gets ``u+rwx`` back
+    for the block, then its own mode. Root needs none of this: it passes every mode."""
+    if os.geteuid() == 0:
+        yield
+        return
+    st = os.fstat(fd)
+    if st.st_mode & 0o700 == 0o700 or st.st_uid != os.geteuid():
+        yield
+        return
+    os.fchmod(fd, stat.S_IMODE(st.st_mode) | 0o700)
+    try:
+        yield
+    finally:
+        os.fchmod(fd, stat.S_IMODE(st.st_mode))
 
 
 def _open_dir(name: str, parent: int, mode: int | None = None) -> int:
