@@ -190,7 +190,7 @@ class LocalBackend(Backend):
         finally:
             os.close(info_r)
             os.close(block_w)
-        return Launched(proc, init_pid, cgroup)
+        return Launched(proc, init_pid, str(info.get("pid-namespace", "")), cgroup)
 
     def start(self, spec: SandboxSpec, seed: Path | None = None) -> LocalSession:
         from taskgym.sandbox.local.session import LocalSession
@@ -239,10 +239,11 @@ class LocalBackend(Backend):
 class Launched:
     """One bwrap process tree and its cgroup."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], init_pid: int,
+    def __init__(self, proc: subprocess.Popen[bytes], init_pid: int, pidns: str,
                  cgroup: CgroupLimits | None) -> None:
         self.proc = proc
         self.init_pid = init_pid
+        self.pidns = pidns  # the pid namespace's inode number, as bwrap reported it
         self.cgroup = cgroup
         self.init_start = start_tick(init_pid)  # bwrap's pid 1 of the sandbox
         self.rusage: resource.struct_rusage | None = None
