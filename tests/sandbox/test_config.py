@@ -8,7 +8,7 @@ import pytest
 
 import taskgym
 from taskgym.errors import ConfigError
-from taskgym.sandbox import DockerConfig, LocalConfig, backend_config, snapshot_store
+from taskgym.sandbox import DockerConfig, LocalConfig, backend_config, snapshot_store, spares
 from taskgym.sandbox.config import whole_number_env
 
 
@@ -34,24 +34,27 @@ def test_bad_choices_say_what_is_accepted(choice: object, message: str) -> None:
     assert message in str(info.value)
 
 
-_COUNTS = {  # each whole-number variable and what reads it
-    "TASKGYM_DOCKER_POOL": (lambda: DockerConfig().pool_size, 0),
-    "TASKGYM_WARM_GRADERS": (lambda: LocalConfig().warm_graders, 0),
-    "TASKGYM_SNAPSHOT_MEMORY_BYTES": (snapshot_store.memory_budget, 0),
-    "TASKGYM_TEST_COUNT": (lambda: whole_number_env("TASKGYM_TEST_COUNT", 7, minimum=1), 1),
+_COUNTS = {  # each whole-number variable: what reads it, its minimum, what its message adds
+    "TASKGYM_DOCKER_POOL": (lambda: DockerConfig().pool_size, 0, "0 starts each container"),
+    "TASKGYM_WARM_GRADERS": (lambda: LocalConfig().warm_graders, 0, "0 turns warm graders off"),
+    "TASKGYM_SNAPSHOT_MEMORY_BYTES": (snapshot_store.memory_budget, 0,
+                                      "bytes; 0 keeps snapshots on the runtime root"),
+    "TASKGYM_FORK_SPARES": (spares.max_spares, 0, "0 turns spares off"),
+    "TASKGYM_TEST_COUNT": (lambda: whole_number_env("TASKGYM_TEST_COUNT", 7, minimum=1), 1, ""),
 }
 
 
 @pytest.mark.parametrize("name", sorted(_COUNTS))
 def test_a_bad_count_variable_is_a_clear_error(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    read, minimum = _COUNTS[name]
+    read, minimum, hint = _COUNTS[name]
     monkeypatch.setenv(name, str(minimum))
     assert read() == minimum
     for bad in ("many", str(minimum - 1), "2.5", ""):
         monkeypatch.setenv(name, bad)
         with pytest.raises(ConfigError, match=f"{name} must be a whole number >= {minimum}, "
-                                              f"not {bad!r}"):
+                                              f"not {bad!r}") as info:
             read()
+        assert hint in str(info.value)
     monkeypatch.delenv(name)
     assert read() > 0  # the default
 

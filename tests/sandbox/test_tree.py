@@ -51,10 +51,7 @@ def _as_ordinary_user(work: Any) -> Any:
 
 
 def _remove(root: Path) -> None:
-    for path in sorted(root.rglob("*"), key=lambda p: len(p.parts)):
-        if path.is_dir() and not path.is_symlink():
-            os.chmod(path, 0o700)
-    fd = os.open(root, _DIR)
+    fd = os.open(root, _DIR)  # clear_tree opens the locked folders itself
     try:
         _tree.clear_tree(fd)
     finally:

@@ -31,10 +31,10 @@ def whole_number_env(name: str, default: int, minimum: int = 0, hint: str = "") 
     if text is None:
         return default
     try:
-        value = int(text)
+        value: int | None = int(text)
     except ValueError:
-        value = minimum - 1
-    if value < minimum:
+        value = None
+    if value is None or value < minimum:
         raise ConfigError(f"{name} must be a whole number >= {minimum}, not {text!r}{hint}")
     return value
 

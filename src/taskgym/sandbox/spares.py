@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import os
 import threading
 import time
 import weakref
 
-from taskgym.errors import ConfigError
 from taskgym.sandbox.base import Backend, SandboxSpec, Session
 from taskgym.sandbox.booting import JobThread
+from taskgym.sandbox.config import whole_number_env
 
 __all__ = ["Spares", "max_spares"]
 
@@ -38,11 +37,7 @@ DEFAULT_MAX = 16
 
 def max_spares() -> int:
     """The most spares one :class:`Spares` keeps: ``TASKGYM_FORK_SPARES`` (default 16; 0: off)."""
-    text = os.environ.get("TASKGYM_FORK_SPARES", str(DEFAULT_MAX))
-    try:
-        return max(0, int(text))
-    except ValueError:
-        raise ConfigError(f"TASKGYM_FORK_SPARES must be a whole number, not {text!r}") from None
+    return whole_number_env("TASKGYM_FORK_SPARES", DEFAULT_MAX, hint=" (0 turns spares off)")
 
 
 class Spares:
