@@ -5,7 +5,8 @@
 # background while the local suites run; the README's first command runs in a fresh clone
 # and venv (scripts/test_fresh_machine.sh, about 2 minutes on 2 CPUs) in the background
 # while lint, types and docs are checked, and must pass before the tests start (so that no
-# timed test shares the CPUs with it).
+# timed test shares the CPUs with it). Both background jobs are bounded (a stalled package
+# download must fail CI with the job's log, not hold it until CI's own limit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install.sh --test
@@ -21,9 +22,11 @@ stop_dockerd() {  # only the dockerd that docker_setup.sh started, by its pid
     rm -f "$TASKGYM_DOCKERD_PIDFILE" "$setup_log" "$fresh_log"
 }
 trap stop_dockerd EXIT
-./scripts/docker_setup.sh >"$setup_log" 2>&1 &
+setup_limit=2400  # seconds; installing the engine and building every image takes far less
+fresh_limit=1200  # the README's first command takes about a minute
+timeout --kill-after=30 "$setup_limit" ./scripts/docker_setup.sh >"$setup_log" 2>&1 &
 setup_pid=$!
-./scripts/test_fresh_machine.sh >"$fresh_log" 2>&1 &
+timeout --kill-after=30 "$fresh_limit" ./scripts/test_fresh_machine.sh >"$fresh_log" 2>&1 &
 fresh_pid=$!
 
 python3 -m ruff check src tests benchmarks hatch_build.py
@@ -31,7 +34,7 @@ python3 -m mypy
 NO_MKDOCS_2_WARNING=1 python3 -m mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
 if ! wait "$fresh_pid"; then
     cat "$fresh_log" >&2
-    echo "scripts/test_fresh_machine.sh failed (its output is above)" >&2
+    echo "scripts/test_fresh_machine.sh failed or ran past ${fresh_limit} s (its output is above)" >&2
     exit 1
 fi
 tail -n 1 "$fresh_log"
@@ -41,7 +44,7 @@ TASKGYM_REQUIRE_SANDBOX=1 python3 -m pytest -m "not docker" "$@"
 # -- docker backend: engine, offline images, then every docker-marked test (none may skip) --
 if ! wait "$setup_pid"; then
     cat "$setup_log" >&2
-    echo "scripts/docker_setup.sh failed (its output is above)" >&2
+    echo "scripts/docker_setup.sh failed or ran past ${setup_limit} s (its output is above)" >&2
     exit 1
 fi
 cat "$setup_log"

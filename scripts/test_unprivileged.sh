@@ -20,7 +20,7 @@ cp -r pyproject.toml hatch_build.py README.md src tests fixtures envs "$work/src
 find "$work/src" -name '*.so' -delete  # built for this checkout's Python; the install builds its own
 /usr/bin/python3 -m venv --without-pip "$work/venv"
 python3 -m pip --python "$work/venv/bin/python" install --quiet --disable-pip-version-check \
-  "$work/src" pytest
+  "$work/src" pytest pytest-timeout
 chown -R "$user:" "$work"
 
 # Without root there is no cgroup here (v1), so limits fall back to rlimits; the warning

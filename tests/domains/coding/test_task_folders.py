@@ -405,12 +405,15 @@ def test_test_sh_runs_by_its_shebang(tmp_path: Path) -> None:
     "(while :; do rm -f /app/suffix.txt; sleep 0.01; done) >/dev/null 2>&1 &",  # undoes it
 ])
 def test_a_steps_setup_runs_whatever_the_agent_left_in_its_shell(
-        sandbox: str, subversion: str) -> None:
+        tmp_path: Path, sandbox: str, subversion: str) -> None:
     """A later step's setup.sh runs apart from the agent's shell (functions, aliases, traps and
     background processes cannot skip it or undo it); the agent's variables and cwd are kept."""
-    env = taskgym.make("coding-terminal-v0", tasks=str(HARBOR), sandbox=sandbox)
+    folder = shutil.copytree(HARBOR / "multi-step", tmp_path / "multi-step")
+    with (folder / "task.toml").open("a") as toml:  # the trap hangs its own command until then
+        toml.write("\n[agent]\ncommand_timeout_sec = 10\n")
+    env = taskgym.make("coding-terminal-v0", tasks=str(folder), sandbox=sandbox)
     try:
-        env.reset(options={"task_id": "multi-step"})
+        env.reset()
         play(env, "echo one > list.txt; mkdir -p sub; cd sub; KEEP=kept")
         play(env, subversion)
         (text, _reward, terminated, _), = play(env, "submit")
