@@ -5,7 +5,8 @@ thread that lives as long as the process: a local sandbox dies with the thread t
 (bwrap's ``--die-with-parent`` is a parent death signal, sent when that thread ends). The
 thread starts with the first job. Between jobs it calls its ``idle`` function every ``every``
 seconds (the idle sweeps). In a process forked from one that used it, it starts afresh: no
-thread runs there and the parent's queued jobs are not inherited.
+thread runs there and the parent's queued jobs are not inherited. (The docker backend
+removes closed containers on one too.)
 """
 
 from __future__ import annotations
@@ -58,4 +59,11 @@ class JobThread(Generic[Job]):
                 assert self._idle is not None
                 self._idle()
                 continue
-            self._run(job)
+            try:
+                self._run(job)
+            finally:
+                self._jobs.task_done()
+
+    def pending(self) -> int:
+        """Jobs queued or running."""
+        return self._jobs.unfinished_tasks

@@ -125,7 +125,8 @@ class SessionSnapshot:
     _finalizer: weakref.finalize[Any, Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._finalizer = weakref.finalize(self, _remove, str(self.folder), self.memory_bytes)
+        self._finalizer = weakref.finalize(self, _remove, str(self.folder), self.memory_bytes,
+                                           os.getpid())
 
     @property
     def workspace(self) -> Path:
@@ -324,7 +325,9 @@ class SnapshotSupport:
             raise SandboxError(f"the sandbox's control folder is gone: {exc}") from exc
 
 
-def _remove(folder: str, memory_bytes: int) -> None:
+def _remove(folder: str, memory_bytes: int, made_by: int) -> None:
+    if os.getpid() != made_by:  # at a forked child's exit: the folder is the parent's
+        return
     shutil.rmtree(folder, ignore_errors=True)
     snapshot_store.release(memory_bytes)
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import os
 import threading
 import time
 import weakref
@@ -147,6 +148,18 @@ def _close(sessions: list[Session]) -> None:
 _BOOTS: JobThread[Spares] = JobThread("taskgym-fork-spares", lambda spares: spares._boot_one())
 """The one thread that starts spare sessions (see :mod:`taskgym.sandbox.booting`)."""
 _ALL: weakref.WeakSet[Spares] = weakref.WeakSet()
+
+
+def _forget_parent_in_child() -> None:
+    """In a forked child: the parent's spares stay the parent's, neither handed to the
+    child's forks (two processes would drive one sandbox) nor closed at its exit; each
+    :class:`Spares` starts empty, with a lock no parent thread held at the fork."""
+    for spares in list(_ALL):
+        spares._cond = threading.Condition()
+        spares._ready, spares._booting, spares._starting = [], 0, False
+
+
+os.register_at_fork(after_in_child=_forget_parent_in_child)
 
 
 def _boot_later(spares: Spares) -> None:

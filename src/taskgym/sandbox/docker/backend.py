@@ -260,6 +260,30 @@ _SHARED_LOCK = threading.Lock()
 LIVE_BACKENDS: weakref.WeakSet[DockerBackend] = weakref.WeakSet()
 
 
+def _forget_parent_in_child() -> None:
+    """In a forked child (``os.fork``, multiprocessing's ``fork``, so AsyncVectorEnv's workers):
+    the parent's containers stay the parent's. Its warm pool is neither taken from (two
+    processes would drive one container: two episodes in one sandbox) nor drained, and its
+    sessions are not closed at the child's exit; each backend the child inherited gets an
+    engine client (the parent's connections are not shared), an owner and a pool of its own,
+    and ``sandbox="docker"`` makes the child's own shared backend."""
+    _SHARED.clear()
+    LIVE_SESSIONS.clear()
+    inherited = list(LIVE_BACKENDS)
+    if inherited:
+        import docker
+    for backend in inherited:
+        backend.client = docker.from_env(timeout=120)
+        backend.api = backend.client.api
+        backend.owner = _owner()
+        backend.pool = Pool(backend, backend.pool.size)
+    _SHARED_LOCK.release()
+
+
+os.register_at_fork(before=_SHARED_LOCK.acquire, after_in_parent=_SHARED_LOCK.release,
+                    after_in_child=_forget_parent_in_child)
+
+
 @atexit.register
 def _close_all() -> None:
     """Close what a program forgot and wait for the removals, so its exit leaves nothing."""

@@ -9,11 +9,9 @@ import functools
 import json
 import os
 import platform
-import queue
 import select
 import shutil
 import socket
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +24,7 @@ from taskgym.sandbox._commands import (
 )
 from taskgym.sandbox._seccomp import DENIED_SYSCALLS
 from taskgym.sandbox.base import ResourceUsage
+from taskgym.sandbox.booting import JobThread
 from taskgym.sandbox.cleanup import owner_alive
 from taskgym.sandbox.procs import SANDBOX_UID, children, sandbox_processes, start_tick
 
@@ -73,6 +72,7 @@ class Container:
     def __init__(self, api: Any, shape: Shape, owner: str) -> None:
         self.api = api
         self.shape = shape
+        self._made_by = os.getpid()
         mb = 1 << 20
         tmpfs = {
             shape.workdir: f"size={shape.disk_mb * mb},uid={SANDBOX_UID},gid={SANDBOX_UID},"
@@ -201,6 +201,8 @@ class Container:
 
     def close(self) -> None:
         """End the container: closing the owner stream ends its main process."""
+        if os.getpid() != self._made_by:  # a forked child's copy: the container is the parent's
+            return
         stream = getattr(self, "_owner_stream", None)
         if stream is not None:
             self._owner_stream = None
@@ -313,35 +315,25 @@ def reap_containers(api: Any) -> list[str]:
     return removed
 
 
-_REMOVER: queue.Queue[tuple[Any, str]] = queue.Queue()
-_REMOVER_LOCK = threading.Lock()
+def _remove(job: tuple[Any, str]) -> None:
+    api, container_id = job
+    with contextlib.suppress(Exception):
+        api.remove_container(container_id, force=True)
 
 
-_remover_started = False
+_REMOVER: JobThread[tuple[Any, str]] = JobThread("taskgym-docker-remover", _remove)
+"""Removes closed containers; in a forked child it starts afresh (the parent's removals stay
+the parent's)."""
 
 
 def remove_later(api: Any, container_id: str) -> None:
     """Force-remove a closed container off the caller's path (it is already ending)."""
-    global _remover_started
-    with _REMOVER_LOCK:
-        if not _remover_started:
-            _remover_started = True
-            threading.Thread(target=_remove_loop, daemon=True,
-                             name="taskgym-docker-remover").start()
     _REMOVER.put((api, container_id))
-
-
-def _remove_loop() -> None:
-    while True:
-        api, container_id = _REMOVER.get()
-        with contextlib.suppress(Exception):
-            api.remove_container(container_id, force=True)
-        _REMOVER.task_done()
 
 
 def removals_pending() -> int:
     """Closed containers not yet removed by the background remover."""
-    return _REMOVER.unfinished_tasks
+    return _REMOVER.pending()
 
 
 def configured_path(env: list[str]) -> str:

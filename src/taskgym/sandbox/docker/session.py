@@ -42,6 +42,7 @@ class DockerSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
         self.spec = spec
         self.cpu_limited = spec.cpus is not None  # the container's nano_cpus quota
         self._backend = backend
+        self._made_by = os.getpid()
         self._container, self._shell = item
         self._shell_open: Shell | None = self._shell
         self._lock = threading.Lock()
@@ -122,6 +123,8 @@ class DockerSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
         return self._container.usage()
 
     def close(self) -> None:
+        if os.getpid() != self._made_by:  # a forked child's copy: the sandbox is the parent's
+            return
         for attr in ("_root_fd", "_cmd_fd"):
             fd = getattr(self, attr)
             if fd >= 0:

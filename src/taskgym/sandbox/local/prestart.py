@@ -25,6 +25,7 @@ class LocalPrestarted(Prestarted):
 
     def __init__(self, backend: LocalBackend, spec: SandboxSpec, argv: list[str]) -> None:
         self.spec = spec
+        self._made_by = os.getpid()
         try:
             host, inner = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         except OSError as exc:
@@ -73,6 +74,8 @@ class LocalPrestarted(Prestarted):
         return code, timed_out, usage
 
     def close(self) -> None:
+        if os.getpid() != self._made_by:  # a forked child's copy: the sandbox is the parent's
+            return
         launched, self._launched = self._launched, None
         if launched is not None:
             if launched.proc.returncode is None:

@@ -83,6 +83,7 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
     def __init__(self, backend: LocalBackend, spec: SandboxSpec, seed: Path | None) -> None:
         self.spec = spec
         self._backend = backend
+        self._made_by = os.getpid()
         self._lock = threading.Lock()
         self._tag = b"__TG_" + secrets.token_hex(8).encode()
         self._usage = ResourceUsage()
@@ -234,6 +235,8 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
         return usage
 
     def close(self) -> None:
+        if os.getpid() != self._made_by:  # a forked child's copy: the sandbox is the parent's
+            return
         self._shutdown_processes()
         self._close_fds("_root_fd")
         workspace, self._disk = self._disk, None
@@ -413,3 +416,12 @@ def _close_all() -> None:
     for session in list(_LIVE):
         with contextlib.suppress(Exception):
             session.close()
+
+
+def _forget_parent_in_child() -> None:
+    """In a forked child (``os.fork``, multiprocessing's ``fork``): the parent's sessions
+    stay the parent's, not closed when the child exits."""
+    _LIVE.clear()
+
+
+os.register_at_fork(after_in_child=_forget_parent_in_child)
