@@ -13,8 +13,19 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
 import pytest
+
+
+def _report(program: str) -> dict[str, Any]:
+    """The JSON report ``program`` prints last, run in a fresh interpreter."""
+    run = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    report: dict[str, Any] = json.loads(run.stdout.splitlines()[-1])
+    return report
+
 
 _LOCAL_PROGRAM = r"""
 import gc, json, os, sys
@@ -43,17 +54,14 @@ print(json.dumps({"status": status, "shown": shown, "restored": restored, "forke
 
 @pytest.mark.sandbox
 def test_a_forked_childs_exit_closes_none_of_the_parents_local_sandboxes() -> None:
-    run = subprocess.run([sys.executable, "-c", _LOCAL_PROGRAM], capture_output=True,
-                         text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-3000:]
-    report = json.loads(run.stdout.splitlines()[-1])
+    report = _report(_LOCAL_PROGRAM)
     assert report["status"] == 0
     assert report["shown"].startswith("parent\n"), report  # the session
     assert report["restored"].startswith("parent\n"), report  # the snapshot's folder
     assert [text[:7] for text in report["forked"]] == ["parent\n"] * 2, report  # the spares
 
 
-_PROGRAM = r"""
+_DOCKER_PROGRAM = r"""
 import json, os, sys, time
 from taskgym.sandbox import SandboxSpec
 from taskgym.sandbox.docker import DockerBackend
@@ -112,13 +120,10 @@ print(json.dumps(report))
 
 @pytest.mark.docker
 def test_a_forked_child_neither_takes_nor_closes_the_parents_containers() -> None:
-    run = subprocess.run([sys.executable, "-c", _PROGRAM], capture_output=True, text=True,
-                         timeout=300)
-    assert run.returncode == 0, run.stderr[-3000:]
-    report = json.loads(run.stdout.splitlines()[-1])
+    report = _report(_DOCKER_PROGRAM)
     assert report["pooled"], "the parent's warm pool did not fill in 120 s"  # (or is off)
     child = report["child"]
-    assert child is not None and report["child_status"] == 0, run.stderr[-3000:]  # (its file)
+    assert child is not None and report["child_status"] == 0, report  # (it kept its file)
     assert not child["same_backend"] and child["owner"] != report["parent_owner"]
     assert child["wrote"] == 0
     assert child["labelled"] >= 1  # its own containers (its sandbox, its pool's), as its own

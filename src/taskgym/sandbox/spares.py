@@ -151,9 +151,10 @@ _ALL: weakref.WeakSet[Spares] = weakref.WeakSet()
 
 
 def _forget_parent_in_child() -> None:
-    """In a forked child: the parent's spares stay the parent's, neither handed to the
-    child's forks (two processes would drive one sandbox) nor closed at its exit; each
-    :class:`Spares` starts empty, with a lock no parent thread held at the fork."""
+    """In a forked child: the parent's spares are not handed to the child's forks (two
+    processes would drive one sandbox; nor can the child close them: sessions close only in
+    the process that made them); each :class:`Spares` starts empty, with a lock no parent
+    thread held at the fork."""
     for spares in list(_ALL):
         spares._cond = threading.Condition()
         spares._ready, spares._booting, spares._starting = [], 0, False

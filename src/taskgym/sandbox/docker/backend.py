@@ -262,13 +262,12 @@ LIVE_BACKENDS: weakref.WeakSet[DockerBackend] = weakref.WeakSet()
 
 def _forget_parent_in_child() -> None:
     """In a forked child (``os.fork``, multiprocessing's ``fork``, so AsyncVectorEnv's workers):
-    the parent's containers stay the parent's. Its warm pool is neither taken from (two
-    processes would drive one container: two episodes in one sandbox) nor drained, and its
-    sessions are not closed at the child's exit; each backend the child inherited gets an
-    engine client (the parent's connections are not shared), an owner and a pool of its own,
-    and ``sandbox="docker"`` makes the child's own shared backend."""
+    the parent's warm pool is neither taken from (two processes would drive one container:
+    two episodes in one sandbox) nor drained (its sessions and containers close only in the
+    parent anyway); each backend the child inherited gets an engine client (the parent's
+    connections are not shared), an owner and a pool of its own, and ``sandbox="docker"``
+    makes the child's own shared backend."""
     _SHARED.clear()
-    LIVE_SESSIONS.clear()
     inherited = list(LIVE_BACKENDS)
     if inherited:
         import docker

@@ -416,12 +416,3 @@ def _close_all() -> None:
     for session in list(_LIVE):
         with contextlib.suppress(Exception):
             session.close()
-
-
-def _forget_parent_in_child() -> None:
-    """In a forked child (``os.fork``, multiprocessing's ``fork``): the parent's sessions
-    stay the parent's, not closed when the child exits."""
-    _LIVE.clear()
-
-
-os.register_at_fork(after_in_child=_forget_parent_in_child)
