@@ -129,6 +129,7 @@ class LocalBackend(Backend):
         ``stdout`` when given, else a pipe; its workspace the host folder ``workspace`` when
         given, else a tmpfs. ``nested``: a grader zygote's sandbox, which may nest namespaces
         (a looser seccomp filter; :mod:`taskgym.sandbox.local.zygote`)."""
+        name = session_name()  # reads /proc: before any descriptor is opened here
         opened: list[int] = []
         try:
             for _ in range(3):
@@ -150,7 +151,6 @@ class LocalBackend(Backend):
             if isinstance(exc, OSError):
                 raise resource_error("could not set up a sandbox", exc) from exc
             raise
-        name = session_name()
         try:
             # bwrap's own process is the sandbox's pid 1, whose environment and command line
             # the sandbox can read: it gets no environment, and its options (host paths)
@@ -168,11 +168,12 @@ class LocalBackend(Backend):
             raise resource_error("could not start bwrap", exc) from exc
         for fd in (info_w, block_r, seccomp_r, args_fd, *etc):
             os.close(fd)
+        init_pid = 0
+        cgroup: CgroupLimits | None = None
         try:
             info = _read_info(info_r, proc)
             init_pid = int(str(info["child-pid"]))
             memory = spec.memory_mb << 20
-            cgroup: CgroupLimits | None = None
             try:
                 cgroup = CgroupLimits(name, memory, spec.pids, spec.cpus)
                 cgroup.add(init_pid)
@@ -182,15 +183,25 @@ class LocalBackend(Backend):
                 cgroup = None
                 _warn_no_cgroup(exc)
                 rlimit_fallback(init_pid, memory, spec.pids)
+            _descriptors_for_the_shell(init_pid)
             os.write(block_w, b"1")
+            # reads /proc (a descriptor): inside the try, so that a failure stops the sandbox
+            return Launched(proc, init_pid, str(info.get("pid-namespace", "")), cgroup)
         except BaseException:
-            proc.kill()
+            for pid in (init_pid, proc.pid):
+                if pid > 0:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
             proc.wait()
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+            if cgroup is not None:
+                cgroup.close()
             raise
         finally:
             os.close(info_r)
             os.close(block_w)
-        return Launched(proc, init_pid, str(info.get("pid-namespace", "")), cgroup)
 
     def start(self, spec: SandboxSpec, seed: Path | None = None) -> LocalSession:
         from taskgym.sandbox.local.session import LocalSession
@@ -308,6 +319,19 @@ def raise_open_files_limit() -> int:
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, target), hard))
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+def _descriptors_for_the_shell(init_pid: int) -> None:
+    """The sandbox inherits this process's RLIMIT_NOFILE, which a caller may have lowered
+    since the backend raised it: the shell's status descriptor needs a soft limit above it."""
+    soft, hard = resource.prlimit(init_pid, resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft <= STATUS_FD:
+        if hard != resource.RLIM_INFINITY and hard <= STATUS_FD:
+            raise SandboxError(
+                f"RLIMIT_NOFILE's hard limit is {hard}: the sandbox's shell reports on "
+                f"descriptor {STATUS_FD}, which needs a limit above it")
+        wanted = 1024 if hard == resource.RLIM_INFINITY else min(1024, hard)
+        resource.prlimit(init_pid, resource.RLIMIT_NOFILE, (wanted, hard))
+
 
 def _read_info(fd: int, proc: subprocess.Popen[bytes]) -> dict[str, object]:
     buf = b""
