@@ -8,8 +8,8 @@ not timed):
   ``step`` with 16 actions, its threads stepping the 16 envs at once, every call waiting for
   the slowest;
 - the same with ``stepping="loop"`` (the default for local sandboxes): the calling thread
-  steps the 16 envs with ``astep`` on the vector env's own event loop (uvloop's when
-  installed);
+  steps the 16 envs itself, each sub-step a plan, all waited on in one ``poll``
+  (:func:`taskgym.sandbox.plans.drive_plans`);
 - ``gymnasium.vector.AsyncVectorEnv`` with ``shared_memory=True``: one process per env.
 
 Target: the vector env's steps/s at least 0.8x W4's (each way of stepping is checked).

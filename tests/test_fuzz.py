@@ -27,6 +27,7 @@ from taskgym.core.spaces import ToolCallSpace
 from taskgym.core.tool import ActionError, ToolCall, parse_action
 from taskgym.sandbox import Backend
 from taskgym.sandbox.local import LocalBackend
+from taskgym.sandbox.plans import drive_plans
 from taskgym.tools.shell import shell_tools, submit_tool
 
 ACTIONS = 2000
@@ -75,11 +76,12 @@ def test_garbage_never_raises_and_the_env_still_works(env_id: str, backend: Back
 
 
 
-@pytest.mark.parametrize("how", ["astep", "step and astep mixed"])
+@pytest.mark.parametrize("how", ["astep", "step and astep mixed", "poll_step"])
 def test_garbage_through_astep_never_raises_and_leaks_nothing(
         how: str, backend: Backend, tmp_path: Path, answer_task: Any) -> None:
-    """The same garbage through the async path (``areset`` / ``astep`` on one event loop), and
-    through ``step`` and ``astep`` in a seeded mix on one env; nothing is left afterwards."""
+    """The same garbage through the async path (``areset`` / ``astep`` on one event loop),
+    through ``step`` and ``astep`` in a seeded mix on one env, and as plans (``poll_step``,
+    what the vector env's loop drives); nothing is left afterwards."""
     env = taskgym.make("coding-terminal-v0", sandbox=backend, max_steps=10 * ACTIONS,
                        tasks=str(answer_task(tmp_path / "answer").parent))
     inner = env.unwrapped
@@ -88,6 +90,11 @@ def test_garbage_through_astep_never_raises_and_leaks_nothing(
     fds, before = len(os.listdir("/proc/self/fd")), host_state()
 
     def step(action: Any) -> Any:
+        if how == "poll_step":
+            [stepped] = drive_plans([env.poll_step(action)])  # type: ignore[attr-defined]
+            if isinstance(stepped, Exception):
+                raise stepped
+            return stepped
         if how == "astep" or mix.random() < 0.5:
             return loop.run_until_complete(inner.astep(action))  # type: ignore[attr-defined]
         return inner.step(action)

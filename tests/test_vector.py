@@ -262,7 +262,9 @@ def test_the_capacity_comes_from_the_buffer_a_worker_writes_into() -> None:
 # -- docker ----------------------------------------------------------------------------------
 
 @pytest.mark.docker
-def test_native_vector_env_on_docker() -> None:
+@pytest.mark.parametrize("stepping", [None, "loop"])
+def test_native_vector_env_on_docker(stepping: str | None) -> None:
+    """Both ways (the loop's plans run docker's blocking exec in the bounded pool)."""
     from taskgym.sandbox.docker import DockerBackend
     from taskgym.sandbox.docker.container import OWNER_LABEL
 
@@ -273,8 +275,9 @@ def test_native_vector_env_on_docker() -> None:
         return {c["Id"] for c in found}
 
     before = containers()
-    venv = taskgym.make_vec(ENV_ID, num_envs=2, sandbox=backend)
-    assert venv.stepping == "threads"  # the default for docker: its aexec runs in the pool
+    venv = taskgym.make_vec(ENV_ID, num_envs=2, sandbox=backend, stepping=stepping)
+    # the default for docker: threads (its commands block, so a plan would take a pool thread)
+    assert venv.stepping == (stepping or "threads")
     try:
         obs, info = venv.reset(seed=0)
         assert len(containers() - before) == 2
@@ -351,10 +354,10 @@ def test_an_exception_in_one_sub_env_is_raised_after_the_others_stepped() -> Non
         venv.close()
 
 
-# -- stepping="loop": sub-envs stepped with astep on the vector env's own loop ---------------
+# -- stepping="loop": sub-envs' steps as plans, driven by one poll loop ---------------------
 
 def _on_loop(venv: TaskVectorEnv, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Record, per ``step`` call, whether it went through the event loop."""
+    """Record, per ``step`` call, whether it went through the loop."""
     used: list[bool] = []
     original = TaskVectorEnv._step_on_loop
 
@@ -368,7 +371,7 @@ def _on_loop(venv: TaskVectorEnv, monkeypatch: pytest.MonkeyPatch) -> list[bool]
 
 
 @pytest.mark.sandbox
-def test_the_vector_env_steps_on_its_event_loop_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_vector_env_steps_on_its_loop_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     venv = taskgym.make_vec(ENV_ID, num_envs=4, stepping="loop")
     used = _on_loop(venv, monkeypatch)
     try:
@@ -388,7 +391,7 @@ def test_the_vector_env_steps_on_its_event_loop_at_once(monkeypatch: pytest.Monk
 
 
 @pytest.mark.sandbox
-def test_same_step_autoreset_on_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_same_step_autoreset_on_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     venv = taskgym.make_vec(ENV_ID, num_envs=2, autoreset_mode="SameStep", stepping="loop")
     used = _on_loop(venv, monkeypatch)
     try:
@@ -408,8 +411,9 @@ def test_same_step_autoreset_on_the_event_loop(monkeypatch: pytest.MonkeyPatch) 
 @pytest.mark.sandbox
 def test_what_the_loop_cannot_step_goes_through_the_threads(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """A user's wrapper, and a step called from inside a running event loop, are stepped by
-    the threads, with the same observations."""
+    """A user's wrapper is stepped by the threads, with the same observations; a step called
+    from inside a running event loop is stepped by the loop all the same (it blocks that
+    event loop, as any sync call does)."""
 
     class Tagged(gym.Wrapper[Any, Any, Any, Any]):
         def step(self, action: Any) -> Any:
@@ -432,13 +436,13 @@ def test_what_the_loop_cannot_step_goes_through_the_threads(
         assert tuple(asyncio.run(inside())["text"]) == ("d\n[exit code 0]", "e\n[exit code 0]")
         assert tuple(venv.step((echo("f"), echo("g")))[0]["text"]) == (
             "f\n[exit code 0]", "g\n[exit code 0]")
-        assert used == [False, False, False, True]
+        assert used == [False, False, True, True]
     finally:
         venv.close()
 
 
 @pytest.mark.sandbox
-def test_an_exception_on_the_event_loop_is_raised_after_the_others_stepped(
+def test_an_exception_on_the_loop_is_raised_after_the_others_stepped(
         monkeypatch: pytest.MonkeyPatch) -> None:
     venv = taskgym.make_vec(ENV_ID, num_envs=3, stepping="loop")
     used = _on_loop(venv, monkeypatch)
@@ -462,30 +466,32 @@ def test_an_exception_on_the_event_loop_is_raised_after_the_others_stepped(
 
 
 @pytest.mark.sandbox
-def test_an_interrupt_on_the_event_loop_leaves_no_step_running(
+def test_an_interrupt_on_the_loop_leaves_no_step_running(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """A KeyboardInterrupt out of one sub-env's ``astep`` stops the call: the other sub-envs'
-    steps are cancelled there (none goes on behind the caller), and the next call steps all."""
+    """A KeyboardInterrupt out of one sub-env's step stops the call: the other sub-envs'
+    steps are closed there (none goes on behind the caller, their shells restart before the
+    next command, not waiting for what ran), and the next call steps all."""
     venv = taskgym.make_vec(ENV_ID, num_envs=3, stepping="loop")
     used = _on_loop(venv, monkeypatch)
 
-    async def interrupted(action: Any) -> Any:
+    def interrupted(action: Any) -> Any:
+        yield from ()
         raise KeyboardInterrupt
 
     try:
         venv.reset(seed=0)
         venv.step((echo("a"),) * 3)
-        monkeypatch.setattr(venv.envs[1].unwrapped, "astep", interrupted)
-        slow = {"tool": "bash", "args": {"command": "sleep 5; echo late"}}
+        monkeypatch.setattr(venv.envs[1].unwrapped, "poll_step", interrupted)
+        slow = {"tool": "bash", "args": {"command": "sleep 30; echo late"}}
+        started = time.monotonic()
         with pytest.raises(KeyboardInterrupt):
             venv.step((slow, echo("b"), slow))
-        loop = venv._loop._loop  # type: ignore[union-attr]
-        assert loop is not None and not asyncio.all_tasks(loop)
         monkeypatch.undo()
         used = _on_loop(venv, monkeypatch)
         obs = venv.step((echo("c"), echo("d"), echo("e")))[0]
         assert tuple(obs["text"]) == ("c\n[exit code 0]", "d\n[exit code 0]", "e\n[exit code 0]")
         assert used == [True]
+        assert time.monotonic() - started < 15, "a step went on waiting for the sleeps"
     finally:
         venv.close()
 

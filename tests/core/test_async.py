@@ -18,6 +18,7 @@ from taskgym.core.env import TaskEnv
 from taskgym.errors import MissingDependencyError, SandboxError
 from taskgym.sandbox import SandboxSpec, get_backend
 from taskgym.sandbox.cleanup import memory_root, runtime_root
+from taskgym.sandbox.plans import drive_plans
 
 pytestmark = [pytest.mark.sandbox]
 
@@ -86,18 +87,33 @@ async def _async_episode(env: TaskEnv, task_id: str, actions: list[Any]) -> list
     return out
 
 
+def _planned_episode(env: TaskEnv, task_id: str, actions: list[Any]) -> list[tuple[str, float]]:
+    """The episode with each step a plan (``poll_step``), as the vector env's loop runs it."""
+    obs, _ = env.reset(options={"task_id": task_id})
+    out = [(_masked(obs["text"]), 0.0)]
+    for action in actions:
+        [stepped] = drive_plans([env.poll_step(action)])
+        assert not isinstance(stepped, Exception), stepped
+        obs, reward, terminated, truncated, _info = stepped
+        out.append((_masked(obs["text"]), float(reward)))
+        if terminated or truncated:
+            break
+    env.close()
+    return out
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("env_id", sorted(taskgym.list_envs()))
-def test_sync_and_async_episodes_are_the_same(env_id: str) -> None:
+def test_sync_async_and_planned_episodes_are_the_same(env_id: str) -> None:
     env = _make(env_id)
     task = env.task_set.get(env.task_set.ids()[0])
     actions = [{"tool": "bash", "args": {"command": "pwd; ls | head -3; echo $((6 * 7))"}},
                *env.oracle_actions(task)]
     sync = _sync_episode(env, task.id, actions)
-    other = _make(env_id)
-    async_ = asyncio.run(_async_episode(other, task.id, actions))
-    assert async_ == sync
-    assert sync[-1][1] > 0  # the oracle solved it: the last step was graded, on both paths
+    async_ = asyncio.run(_async_episode(_make(env_id), task.id, actions))
+    planned = _planned_episode(_make(env_id), task.id, actions)
+    assert async_ == sync and planned == sync
+    assert sync[-1][1] > 0  # the oracle solved it: the last step was graded, on every path
 
 
 def _fd_count() -> int:

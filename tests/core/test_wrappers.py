@@ -18,7 +18,7 @@ ECHO = {"tool": "bash", "args": {"command": "echo hi"}}
 TASK = {"task_id": "py-fix-memo-leak"}
 
 
-METHODS = ("areset", "astep", "aclose", "snapshot", "restore", "fork", "clone")
+METHODS = ("areset", "astep", "aclose", "poll_step", "snapshot", "restore", "fork", "clone")
 
 
 def test_taskgym_make_forwards_taskgym_methods() -> None:

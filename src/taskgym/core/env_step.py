@@ -10,12 +10,15 @@ the observation, reward and info. It yields at most twice:
   :class:`~taskgym.core.reward.RewardResult` (or the exception, thrown in).
 
 ``step`` answers them in the calling thread; ``astep`` awaits the tool's ``arun`` (or runs
-``run`` in the bounded pool) and grades in the pool. Everything else (budgets, errors, crashes,
+``run`` in the bounded pool) and grades in the pool; ``poll_step`` is a plan of
+:mod:`taskgym.sandbox.plans` (the tool's ``plan``, else ``run`` and grading in the pool), for
+the vector env's loop. Everything else (budgets, errors, crashes,
 the transcript) is the plan's, so both give the same observations.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 import traceback
 from collections.abc import Generator
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
 
     from taskgym.core.task import Limits, Task
     from taskgym.sandbox import ResourceUsage, Session
+    from taskgym.sandbox.plans import Plan
     from taskgym.sandbox.warm_leases import Lease
 
 __all__ = ["EnvStepping", "Observation", "StepPlan", "StepResult", "describe", "utf8"]
@@ -104,6 +108,30 @@ class EnvStepping:
                         tool, arun = request.tool, request.tool.arun
                         answer = await (arun(request.args) if arun is not None
                                         else run_blocking(tool.run, request.args))
+                except Exception as exc:  # the plan decides: an error result, or a crash
+                    request = plan.throw(exc)
+                else:
+                    request = plan.send(answer)
+        except StopIteration as done:
+            result: StepResult = done.value
+            return result
+
+    def poll_step(self, action: Any) -> Plan[StepResult]:
+        """:meth:`step` as a plan (:mod:`taskgym.sandbox.plans`), for a driver that runs many
+        at once in one thread (the vector env's loop), with the same observations: the
+        tool's ``plan`` (``bash`` waits on the local sandbox's shell), or its ``run`` in the
+        bounded pool; grading in the pool."""
+        plan = self.step_plan(action)
+        try:
+            request = plan.send(None)
+            while True:
+                try:
+                    if request is None:
+                        answer: Any = yield self._grade
+                    elif request.tool.plan is not None:
+                        answer = yield from request.tool.plan(request.args)
+                    else:
+                        answer = yield functools.partial(request.tool.run, request.args)
                 except Exception as exc:  # the plan decides: an error result, or a crash
                     request = plan.throw(exc)
                 else:

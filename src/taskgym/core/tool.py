@@ -17,11 +17,15 @@ import functools
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-__all__ = ["ActionError", "Tool", "ToolArgs", "ToolCall", "ToolResult", "inline_async", "parse_action"]
+if TYPE_CHECKING:
+    from taskgym.sandbox.plans import Plan
+
+__all__ = ["ActionError", "Tool", "ToolArgs", "ToolCall", "ToolResult", "inline_async", "inline_plan",
+           "parse_action"]
 
 MAX_ACTION_CHARS = 1_000_000
 """Largest action accepted, in characters of its JSON form."""
@@ -61,7 +65,10 @@ class Tool:
 
     ``run`` does the call; ``arun``, when given, is the same call for asyncio (the env's
     ``astep`` awaits it). A tool without ``arun`` is run by ``astep`` in the bounded pool
-    (:mod:`taskgym.sandbox.blocking`), so a slow one never blocks the event loop.
+    (:mod:`taskgym.sandbox.blocking`), so a slow one never blocks the event loop. ``plan``,
+    when given, is the same call as a plan (:mod:`taskgym.sandbox.plans`), for the vector
+    env's loop, which waits on every sub-env's sandbox at once; without one, that loop runs
+    ``run`` in the bounded pool.
     """
 
     name: str
@@ -69,6 +76,7 @@ class Tool:
     args: type[BaseModel]
     run: Callable[[Any], ToolResult]
     arun: Callable[[Any], Awaitable[ToolResult]] | None = None
+    plan: Callable[[Any], Plan[ToolResult]] | None = None
 
     def json_schema(self) -> dict[str, Any]:
         """The arguments' JSON schema (titles removed)."""
@@ -94,6 +102,17 @@ def inline_async(run: Callable[[Any], ToolResult]) -> Callable[[Any], Awaitable[
         return run(args)
 
     return arun
+
+
+def inline_plan(run: Callable[[Any], ToolResult]) -> Callable[[Any], Plan[ToolResult]]:
+    """A ``plan`` that calls ``run`` where the plan is driven, waiting for nothing: for a
+    tool too quick to be worth a thread, as :func:`inline_async`."""
+
+    def plan(args: Any) -> Plan[ToolResult]:
+        yield from ()
+        return run(args)
+
+    return plan
 
 
 @dataclass(slots=True)

@@ -6,14 +6,14 @@ mostly waiting on the sandbox, so one process steps them all, without pickling o
 across pipes, two ways (``stepping``):
 
 - ``"loop"`` (the default when the sub-envs' sandboxes are local): the calling thread steps
-  every sub-env at once with ``astep`` on a private event loop (uvloop's when it is
-  installed: ``taskgym[fast]``), so the sandboxes' answers are waited for together and no
-  thread hands work to another. What the loop cannot take still goes through the threads:
-  resets (they block), a sub-env whose ``step`` is its own (a wrapper of the user's, a
-  domain's override) or whose wrappers still have a check to make (Gymnasium's first-step
-  check), and a call made from inside a running event loop. It costs the least host CPU per
-  sub-step (docs/benchmarks.md, vector envs); on a machine busy with other work its one
-  thread may get less of a CPU than the threads do.
+  every sub-env at once, each step a plan (:meth:`~taskgym.core.env.TaskEnv.poll_step`) and
+  all of them driven by one ``poll`` loop (:func:`~taskgym.sandbox.plans.drive_plans`): the
+  sandboxes' answers are waited for together, with no event-loop machinery and no thread
+  handing work to another; only what blocks (grading, a tool with no plan) goes to the
+  bounded pool. What the loop cannot take still goes through the threads: resets (they
+  block), and a sub-env whose ``step`` is its own (a wrapper of the user's, a domain's
+  override) or whose wrappers still have a check to make (Gymnasium's first-step check). It
+  costs the least host CPU per sub-step (docs/benchmarks.md, vector envs).
 - ``"threads"`` (the default for other sandboxes: docker's ``aexec`` runs in the bounded
   pool anyway): each sub-env is always stepped by the same thread (the calling thread steps
   the first share itself), so no env is ever used from two threads at once; the wait on a
@@ -163,8 +163,6 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
             self._threads.run([env.close for env in self.envs])
         finally:
             self._threads.stop()
-            if self._loop is not None:
-                self._loop.close()
 
     # -- the pieces ---------------------------------------------------------------------
     def _seeds(self, seed: int | Sequence[int | None] | None) -> list[int | None]:
@@ -193,14 +191,14 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
         return lambda: env.reset(seed=seed, options=options or None)
 
     def _step_on_loop(self, batch: list[Any]) -> list[Step] | None:
-        """The batch stepped on the private event loop (``SAME_STEP``'s resets after it, from
-        the threads), or ``None`` when the env steps from threads, a sub-env cannot be
-        stepped on the loop (:meth:`LoopStepper.steppable`) or one resets now (``NEXT_STEP``)."""
+        """The batch stepped on the loop (``SAME_STEP``'s resets after it, from the threads),
+        or ``None`` when the env steps from threads, a sub-env cannot be stepped on the loop
+        (:meth:`LoopStepper.steppable`) or one resets now (``NEXT_STEP``)."""
         if self._loop is None or (self.autoreset_mode == AutoresetMode.NEXT_STEP
                                   and self._autoreset.any()):
             return None
         envs = self._loop.task_envs(self.envs)
-        if envs is None or not self._loop.usable():
+        if envs is None:
             return None
         stepped = self._loop.step(envs, batch)
         if self.autoreset_mode == AutoresetMode.SAME_STEP:

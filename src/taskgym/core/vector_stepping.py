@@ -1,10 +1,9 @@
 """The two ways :class:`~taskgym.core.vector.TaskVectorEnv` steps its sub-envs at once:
-:class:`Threads` (a fixed share of the calls per thread) and :class:`LoopStepper` (``astep`` of
-every sub-env run at once on a private event loop, in the calling thread)."""
+:class:`Threads` (a fixed share of the calls per thread) and :class:`LoopStepper` (every
+sub-env's step as a plan, all driven by one ``poll`` loop in the calling thread)."""
 
 from __future__ import annotations
 
-import asyncio
 import queue
 import threading
 from collections.abc import Callable, Sequence
@@ -15,6 +14,7 @@ from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker
 
 from taskgym.core.env import TaskEnv
 from taskgym.core.wrappers import TaskMethods
+from taskgym.sandbox.plans import drive_plans
 
 __all__ = ["LoopStepper", "Step", "Threads"]
 
@@ -90,11 +90,9 @@ class Threads:
 
 
 class LoopStepper:
-    """A private event loop stepping sub-envs with ``astep``, all at once, from the calling
-    thread (see the module's docstring)."""
-
-    def __init__(self) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = None
+    """Steps sub-envs all at once from the calling thread: each one's
+    :meth:`~taskgym.core.env.TaskEnv.poll_step`, driven together by
+    :func:`~taskgym.sandbox.plans.drive_plans` (one ``poll`` over every sub-env's sandbox)."""
 
     def task_envs(self, envs: Sequence[gym.Env[Any, Any]]) -> list[TaskEnv] | None:
         """:meth:`steppable` of every env, or ``None`` when one is not (looked at on every
@@ -106,8 +104,8 @@ class LoopStepper:
 
     @staticmethod
     def steppable(env: gym.Env[Any, Any]) -> TaskEnv | None:
-        """``env``'s :class:`TaskEnv` when stepping it with ``astep`` does what ``env.step``
-        does: no wrapper but taskgym's :class:`~taskgym.core.wrappers.TaskMethods` and
+        """``env``'s :class:`TaskEnv` when its ``poll_step`` does what ``env.step`` does: no
+        wrapper but taskgym's :class:`~taskgym.core.wrappers.TaskMethods` and
         Gymnasium's order and first-step checks, both passed (a reset done, the first step
         checked), and no ``step`` of its own; else ``None``."""
         while isinstance(env, gym.Wrapper):
@@ -128,58 +126,14 @@ class LoopStepper:
             return None
         return env
 
-    def usable(self) -> bool:
-        """Whether no event loop runs in this thread (this loop cannot run inside one)."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return True
-        return False
-
-    def step(self, envs: Sequence[TaskEnv], actions: Sequence[Any]) -> list[Step]:
-        """Every env's ``astep`` of its action, run at once; the first exception is raised
-        once all have run. Each ``astep`` is a task of its own; one callback counts them
-        done (what ``asyncio.gather`` does, without its wrapper task and per-child
-        bookkeeping: about 3 µs of host CPU less per sub-step). Interrupted (a
-        ``KeyboardInterrupt``), the call cancels the steps still running before it raises."""
-        loop = self._loop
-        if loop is None:
-            loop = self._loop = new_loop()
-        tasks = [loop.create_task(env.astep(a)) for env, a in zip(envs, actions, strict=True)]
-        every = loop.create_future()
-        left = len(tasks)
-
-        def one_done(_task: asyncio.Task[Step]) -> None:
-            nonlocal left
-            left -= 1
-            if not left:
-                every.set_result(None)
-
-        for task in tasks:
-            task.add_done_callback(one_done)
-        try:
-            loop.run_until_complete(every)
-        except BaseException:  # interrupted: no astep goes on behind the caller's back
-            for task in tasks:
-                task.cancel()
-            loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
-            raise
-        errors = [task.exception() for task in tasks]  # every one retrieved
-        for error in errors:
-            if error is not None:
-                raise error
-        return [task.result() for task in tasks]
-
-    def close(self) -> None:
-        if self._loop is not None:
-            self._loop.close()
-            self._loop = None
-
-
-def new_loop() -> asyncio.AbstractEventLoop:
-    """uvloop's event loop when it is installed (``taskgym[fast]``), else asyncio's."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.new_event_loop()
-    return uvloop.new_event_loop()
+    @staticmethod
+    def step(envs: Sequence[TaskEnv], actions: Sequence[Any]) -> list[Step]:
+        """Every env's step of its action, run at once; the first exception is raised once
+        all have run. Interrupted (a ``KeyboardInterrupt``), the call waits for the blocking
+        calls already running (a grade), closes the steps still waiting (their shells are
+        restarted before their next command) and raises."""
+        outcomes = drive_plans([env.poll_step(a) for env, a in zip(envs, actions, strict=True)])
+        for outcome in outcomes:
+            if isinstance(outcome, Exception):
+                raise outcome
+        return cast(list[Step], outcomes)

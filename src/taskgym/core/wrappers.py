@@ -20,12 +20,13 @@ import gymnasium as gym
 if TYPE_CHECKING:
     from taskgym.core.env import StepResult, TaskEnv
     from taskgym.core.snapshot import EpisodeSnapshot
+    from taskgym.sandbox.plans import Plan
 
 __all__ = ["TaskMethods"]
 
 
 class TaskMethods(gym.Wrapper[Any, Any, Any, Any]):
-    """Forwards taskgym's async, snapshot and fork methods to the wrapped env's
+    """Forwards taskgym's async, plan, snapshot and fork methods to the wrapped env's
     :class:`~taskgym.core.env.TaskEnv`; everything else is Gymnasium's wrapper chain."""
 
     @property
@@ -45,6 +46,10 @@ class TaskMethods(gym.Wrapper[Any, Any, Any, Any]):
     async def aclose(self) -> None:
         """:meth:`TaskEnv.aclose`."""
         await self.task_env.aclose()
+
+    def poll_step(self, action: Any) -> Plan[StepResult]:
+        """:meth:`TaskEnv.poll_step`."""
+        return self.task_env.poll_step(action)
 
     def snapshot(self) -> EpisodeSnapshot:
         """:meth:`TaskEnv.snapshot`."""

@@ -24,6 +24,7 @@ from taskgym.sandbox.blocking import run_blocking
 from taskgym.sandbox.os_errors import guard_class
 
 if TYPE_CHECKING:
+    from taskgym.sandbox.plans import Plan
     from taskgym.sandbox.snapshot import SessionSnapshot
     from taskgym.sandbox.spares import Spares
 
@@ -126,8 +127,8 @@ class Session(abc.ABC):
         """Every backend's public methods raise :class:`SandboxError` subclasses, never a bare
         ``OSError`` (:func:`~taskgym.sandbox.os_errors.guard`)."""
         super().__init_subclass__(**kwargs)
-        guard_class(cls, ("exec", "aexec", "read_file", "write_file", "open_fifo", "export_workspace",
-                          "stop", "usage", "close", "snapshot", "restore"))
+        guard_class(cls, ("exec", "aexec", "exec_plan", "read_file", "write_file", "open_fifo",
+                          "export_workspace", "stop", "usage", "close", "snapshot", "restore"))
 
     @abc.abstractmethod
     def exec(self, command: str, timeout: float | None = None) -> ExecResult:
@@ -151,6 +152,17 @@ class Session(abc.ABC):
             return await run_blocking(self.exec, command, timeout)
         finally:
             self._async_guard.release()
+
+    def exec_plan(self, command: str, timeout: float | None = None) -> Plan[ExecResult]:
+        """:meth:`exec` as a plan (:mod:`taskgym.sandbox.plans`), for a driver that runs many
+        at once in one thread (a vector env's sub-steps): the same result.
+
+        This default yields one blocking :meth:`exec`, which the driver runs in the bounded
+        pool; a backend whose shell can be waited on overrides it (the local session yields
+        waits on its status socket).
+        """
+        result: ExecResult = yield functools.partial(self.exec, command, timeout)
+        return result
 
     @functools.cached_property
     def _async_guard(self) -> threading.Lock:

@@ -78,6 +78,15 @@ def guard(name: str, method: F) -> F:
                 raise
             except OSError as exc:
                 raise converted(exc, args) from exc
+    elif inspect.isgeneratorfunction(method):  # a plan (taskgym.sandbox.plans)
+        @functools.wraps(method)
+        def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return (yield from method(self, *args, **kwargs))
+            except SandboxError:
+                raise
+            except OSError as exc:
+                raise converted(exc, args) from exc
     else:
         @functools.wraps(method)
         def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:

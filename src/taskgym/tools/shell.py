@@ -7,8 +7,9 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, Field
 
-from taskgym.core.tool import Tool, ToolArgs, ToolResult, inline_async
+from taskgym.core.tool import Tool, ToolArgs, ToolResult, inline_async, inline_plan
 from taskgym.sandbox import ExecResult, Session
+from taskgym.sandbox.plans import Plan
 
 __all__ = ["format_exec", "python_tool", "shell_tools", "submit_tool"]
 
@@ -65,9 +66,10 @@ def shell_tools(session: Callable[[], Session], max_timeout: Callable[[], float]
     """``bash``, ``read_file`` and ``write_file`` acting on the session ``session()`` returns.
 
     ``max_timeout()`` bounds a command's timeout (the task's limit and the time left).
-    ``bash`` has an async form (awaiting :meth:`Session.aexec`); ``read_file`` and
-    ``write_file`` have none: they are a few system calls on the workspace's directory
-    descriptor, too quick to be worth a thread, so ``astep`` runs them inline.
+    ``bash`` has an async form (awaiting :meth:`Session.aexec`) and a plan
+    (:meth:`Session.exec_plan`); ``read_file`` and ``write_file`` are a few system calls on
+    the workspace's directory descriptor, too quick to be worth a thread, so ``astep`` and
+    the vector env's loop run them inline.
     """
 
     def timeout_of(args: BashArgs) -> float:
@@ -79,6 +81,10 @@ def shell_tools(session: Callable[[], Session], max_timeout: Callable[[], float]
 
     async def abash(args: BashArgs) -> ToolResult:
         return _bash_result(await session().aexec(args.command, timeout=timeout_of(args)))
+
+    def bash_plan(args: BashArgs) -> Plan[ToolResult]:
+        result = yield from session().exec_plan(args.command, timeout=timeout_of(args))
+        return _bash_result(result)
 
     def read_file(args: ReadFileArgs) -> ToolResult:
         data = session().read_file(args.path, limit=READ_LIMIT + 1)
@@ -97,11 +103,12 @@ def shell_tools(session: Callable[[], Session], max_timeout: Callable[[], float]
     return [
         Tool("bash", "Run a shell command in a persistent bash session (cwd and variables "
              "persist between calls). Returns stdout, stderr and the exit code.", BashArgs, bash,
-             abash),
+             abash, bash_plan),
         Tool("read_file", "Read a text file of the workspace.", ReadFileArgs, read_file,
-             inline_async(read_file)),
+             inline_async(read_file), inline_plan(read_file)),
         Tool("write_file", "Create or overwrite a file of the workspace (parent folders are "
-             "created).", WriteFileArgs, write_file, inline_async(write_file)),
+             "created).", WriteFileArgs, write_file, inline_async(write_file),
+             inline_plan(write_file)),
     ]
 
 
@@ -112,14 +119,22 @@ def python_tool(session: Callable[[], Session], max_timeout: Callable[[], float]
     """``python``: run a snippet with the sandbox's ``python3`` (stdin of a fresh process, so
     nothing persists between calls); ``description`` says what the sandbox offers it."""
 
-    def python(args: PythonArgs) -> ToolResult:
+    def command(args: PythonArgs) -> tuple[str, float]:
         limit = max_timeout()
         timeout = min(args.timeout, limit) if args.timeout else limit
         delimiter = "PY_" + secrets.token_hex(8)
-        return _bash_result(session().exec(f"python3 - <<'{delimiter}'\n{args.code}\n{delimiter}",
-                                           timeout=timeout))
+        return f"python3 - <<'{delimiter}'\n{args.code}\n{delimiter}", timeout
 
-    return Tool("python", description, PythonArgs, python)
+    def python(args: PythonArgs) -> ToolResult:
+        line, timeout = command(args)
+        return _bash_result(session().exec(line, timeout=timeout))
+
+    def python_plan(args: PythonArgs) -> Plan[ToolResult]:
+        line, timeout = command(args)
+        result = yield from session().exec_plan(line, timeout=timeout)
+        return _bash_result(result)
+
+    return Tool("python", description, PythonArgs, python, plan=python_plan)
 
 
 def submit_tool(description: str = "Submit your work for grading; this ends the episode.",
@@ -129,4 +144,5 @@ def submit_tool(description: str = "Submit your work for grading; this ends the 
     def submitted(_args: BaseModel) -> ToolResult:
         return ToolResult("submitted", done=True)
 
-    return Tool("submit", description, args, submitted, inline_async(submitted))
+    return Tool("submit", description, args, submitted, inline_async(submitted),
+                inline_plan(submitted))

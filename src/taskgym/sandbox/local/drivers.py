@@ -19,6 +19,10 @@ command's :class:`~taskgym.sandbox.base.ExecResult`.
   registration, and the loop never watches a descriptor number reused by something else.
   Nothing is ever removed from a loop by another thread: that is handed to the loop
   (``call_soon_threadsafe``). The blocking callables run in the bounded pool.
+
+:meth:`~taskgym.sandbox.local.session.LocalSession.exec_plan` hands the same waits, as waits on
+the status socket's descriptor, to :func:`taskgym.sandbox.plans.drive_plans` (many sessions
+waited on in one ``poll``).
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ import threading
 import time
 import weakref
 from pathlib import Path
+from typing import Any
 
 from taskgym.errors import SandboxError
 from taskgym.sandbox import _fs, _gil_held, disk
@@ -43,6 +44,7 @@ from taskgym.sandbox.local.protocol import (
     status_socket,
 )
 from taskgym.sandbox.os_errors import resource_error
+from taskgym.sandbox.plans import Plan
 from taskgym.sandbox.procs import children, descendants
 from taskgym.sandbox.snapshot import SnapshotSupport
 
@@ -287,6 +289,34 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
                 job.add_done_callback(lambda _job: self._lock.release())
             else:
                 self._lock.release()
+
+    def exec_plan(self, command: str, timeout: float | None = None) -> Plan[ExecResult]:
+        """:meth:`exec` as a plan that waits on the shell's status socket (read anew at each
+        wait: a restart replaces it); only what blocks (killing what a command started, a
+        restart) is yielded as a call. One command per session at a time, as for
+        :meth:`aexec`; closed before its end (an interrupted driver), the shell is restarted
+        before the next command, its state being unknown."""
+        limit = timeout if timeout is not None else self.spec.command_timeout_sec
+        if not self._lock.acquire(blocking=False):
+            raise SandboxError(CONCURRENT_AEXEC)
+        try:
+            steps = self._protocol(self._trigger(command), limit, True)
+            answer: Any = None
+            while True:
+                try:
+                    request = steps.send(answer)
+                except StopIteration as stop:
+                    result: ExecResult = stop.value
+                    return result
+                try:
+                    answer = yield ((self._status, request) if isinstance(request, float)
+                                    else request)
+                except BaseException:
+                    steps.close()
+                    self._restart_pending = self._proc is not None
+                    raise
+        finally:
+            self._lock.release()
 
     def _trigger(self, command: str) -> bytes:
         """The next command's trigger line (the command file written), its number counted."""

@@ -1,0 +1,169 @@
+"""Plans: work that waits, written as a generator, and the driver that runs many at once.
+
+A plan yields what it waits for and is sent the answer:
+
+- a :data:`Wait` ``(fd, seconds)``: "until descriptor ``fd`` is readable, or ``seconds``
+  pass", answered with ``True`` (readable) or ``False`` (the time ran out);
+- a callable that blocks (grading, a tool with no plan, killing what a command started,
+  restarting a shell), answered with its result, or with the exception it raised thrown in.
+
+It returns its result. :meth:`Session.exec_plan <taskgym.sandbox.base.Session.exec_plan>`
+is a command as a plan (the local session's waits on its shell's status socket; another
+backend's one blocking ``exec``), and a taskgym env's step is one too
+(``TaskEnv.poll_step``).
+
+:func:`drive_plans` runs plans together in the calling thread: every wait of every plan in
+one ``poll`` call, the blocking callables in the bounded pool
+(:mod:`taskgym.sandbox.blocking`), whose ends wake the poll through a pipe. No event loop, no
+future per wait, no thread hand-over per wait: what a vector env of local sandboxes needs
+(its sub-steps answer within the same few hundred microseconds).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import threading
+import time
+from collections.abc import Callable, Generator, Sequence
+from concurrent.futures import Future
+from concurrent.futures import wait as wait_for_jobs
+from typing import Any, TypeVar
+
+from taskgym.sandbox.blocking import submit_blocking
+
+__all__ = ["Plan", "Wait", "drive_plans"]
+
+T = TypeVar("T")
+Wait = tuple[int, float]
+"""``(fd, seconds)``: wait until ``fd`` is readable or ``seconds`` pass."""
+Plan = Generator["Wait | Callable[[], Any]", Any, T]
+"""Work that waits, as a generator (see the module's docstring)."""
+
+
+def drive_plans(plans: Sequence[Plan[T]]) -> list[T | Exception]:
+    """Run every plan to its end, together; each one's result, or the exception it raised.
+
+    Interrupted (a ``KeyboardInterrupt`` in the poll, or one a plan raised), it waits for
+    the blocking calls already running, closes every plan not yet ended (each cleans up as
+    for a cancelled command), and raises.
+    """
+    return _Driver(plans).run()
+
+
+class _Driver:
+    def __init__(self, plans: Sequence[Plan[T]]) -> None:
+        self.plans = plans
+        self.outcomes: list[Any] = [None] * len(plans)
+        self.live = set(range(len(plans)))
+        self.poll = select.poll()
+        self.fds: dict[int, list[int]] = {}  # a descriptor waited on -> the plans waiting
+        self.waits: dict[int, Wait] = {}  # a waiting plan -> its descriptor, when it runs out
+        self.jobs: dict[Future[Any], int] = {}  # a blocking call running -> its plan
+        self.wake_r = self.wake_w = -1  # written when a job ends (made at the first job)
+        self.wake_lock = threading.Lock()  # a job's end never writes to a closed (reused) fd
+
+    def run(self) -> list[Any]:
+        try:
+            for i in range(len(self.plans)):
+                self.advance(i, None)
+            while self.fds or self.jobs:
+                self.wait_once()
+        except BaseException:
+            self.abandon()
+            raise
+        finally:
+            with self.wake_lock:
+                if self.wake_r >= 0:
+                    os.close(self.wake_r)
+                    os.close(self.wake_w)
+                    self.wake_r = self.wake_w = -1
+        return self.outcomes
+
+    def wait_once(self) -> None:
+        timeout_ms = None
+        if self.waits:
+            end = min(end for _fd, end in self.waits.values())
+            timeout_ms = max(0.0, (end - time.monotonic()) * 1000.0)
+        for fd, _event in self.poll.poll(timeout_ms):
+            if fd == self.wake_r:
+                self.jobs_ended()
+            elif fd in self.fds:
+                waiting = self.fds.pop(fd)
+                self.poll.unregister(fd)
+                for i in waiting:
+                    del self.waits[i]
+                for i in waiting:
+                    self.advance(i, True)
+        if self.waits:
+            now = time.monotonic()
+            for i in [i for i, (_fd, end) in self.waits.items() if end <= now]:
+                self.stop_waiting(i)
+                self.advance(i, False)
+
+    def jobs_ended(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            os.read(self.wake_r, 4096)
+        for job in [job for job in self.jobs if job.done()]:
+            i = self.jobs.pop(job)
+            error = job.exception()
+            if error is None:
+                self.advance(i, job.result())
+            else:
+                self.advance(i, None, error)
+
+    def advance(self, i: int, answer: Any, error: BaseException | None = None) -> None:
+        """Send plan ``i`` its answer (or throw ``error`` in), then file what it waits for."""
+        plan = self.plans[i]
+        try:
+            request = plan.send(answer) if error is None else plan.throw(error)
+        except StopIteration as stop:
+            self.ended(i, stop.value)
+            return
+        except Exception as exc:
+            self.ended(i, exc)
+            return
+        if callable(request):
+            self.start_job(i, request)
+            return
+        fd, seconds = request
+        self.waits[i] = (fd, time.monotonic() + seconds)
+        waiting = self.fds.get(fd)
+        if waiting is None:
+            self.fds[fd] = [i]
+            self.poll.register(fd, select.POLLIN)
+        else:
+            waiting.append(i)
+
+    def ended(self, i: int, outcome: Any) -> None:
+        self.outcomes[i] = outcome
+        self.live.discard(i)
+
+    def stop_waiting(self, i: int) -> None:
+        fd, _end = self.waits.pop(i)
+        waiting = self.fds[fd]
+        waiting.remove(i)
+        if not waiting:
+            del self.fds[fd]
+            self.poll.unregister(fd)
+
+    def start_job(self, i: int, fn: Callable[[], Any]) -> None:
+        if self.wake_r < 0:
+            self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+            self.poll.register(self.wake_r, select.POLLIN)
+        job = submit_blocking(fn)
+        self.jobs[job] = i
+        job.add_done_callback(self.wake)
+
+    def wake(self, _job: Future[Any]) -> None:
+        with self.wake_lock, contextlib.suppress(OSError):  # a full pipe wakes it all the same
+            if self.wake_w >= 0:
+                os.write(self.wake_w, b"\0")
+
+    def abandon(self) -> None:
+        """Interrupted: let the running blocking calls end, then close the plans left."""
+        wait_for_jobs(list(self.jobs))
+        for i in sorted(self.live):
+            with contextlib.suppress(Exception):
+                self.plans[i].close()
