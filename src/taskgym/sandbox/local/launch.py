@@ -51,6 +51,14 @@ _SHARED_LOCK = threading.Lock()
 _SHARED: dict[LocalConfig, LocalBackend] = {}
 _SHARED_PID = [0]
 
+_SHELL_NOFILE = 256
+"""The soft RLIMIT_NOFILE a sandbox's shell needs: it writes its status lines on descriptor 251
+(``STATUS_FD``), and bash keeps its script on the highest descriptor below its limit (at most
+255), which must not be 251."""
+_SHELL_NEEDS = (f"the sandbox's shell reports on descriptor {STATUS_FD} and reads its input on "
+                f"the highest one below the limit, so it needs a limit of at least {_SHELL_NOFILE}")
+
+
 class LocalBackend(Backend):
     """Sandboxes made with bubblewrap on this machine; see the module docstring."""
 
@@ -68,12 +76,11 @@ class LocalBackend(Backend):
         self._bwrap = shutil.which("bwrap") or "bwrap"
         reap_once()
         soft = raise_open_files_limit()  # a sandbox may raise its own to the hard limit anyway
-        if soft <= STATUS_FD:
+        if soft < _SHELL_NOFILE:
             raise SandboxUnavailableError(
-                f"RLIMIT_NOFILE is {soft} and cannot be raised (its hard limit): the sandbox's "
-                f"shell reports on descriptor {STATUS_FD}, which needs a limit above it. Raise "
-                "the hard limit before starting Python (`ulimit -Hn`, LimitNOFILE= of a systemd "
-                "unit, /etc/security/limits.conf, docker run --ulimit nofile=...).")
+                f"RLIMIT_NOFILE is {soft} and cannot be raised (its hard limit): {_SHELL_NEEDS}. "
+                "Raise the hard limit before starting Python (`ulimit -Hn`, LimitNOFILE= of a "
+                "systemd unit, /etc/security/limits.conf, docker run --ulimit nofile=...).")
 
     @classmethod
     def shared(cls, config: LocalConfig | None = None) -> LocalBackend:
@@ -322,13 +329,11 @@ def raise_open_files_limit() -> int:
 
 def _descriptors_for_the_shell(init_pid: int) -> None:
     """The sandbox inherits this process's RLIMIT_NOFILE, which a caller may have lowered
-    since the backend raised it: the shell's status descriptor needs a soft limit above it."""
+    since the backend raised it: give the sandbox the soft limit its shell needs."""
     soft, hard = resource.prlimit(init_pid, resource.RLIMIT_NOFILE)
-    if soft != resource.RLIM_INFINITY and soft <= STATUS_FD:
-        if hard != resource.RLIM_INFINITY and hard <= STATUS_FD:
-            raise SandboxError(
-                f"RLIMIT_NOFILE's hard limit is {hard}: the sandbox's shell reports on "
-                f"descriptor {STATUS_FD}, which needs a limit above it")
+    if soft != resource.RLIM_INFINITY and soft < _SHELL_NOFILE:
+        if hard != resource.RLIM_INFINITY and hard < _SHELL_NOFILE:
+            raise SandboxError(f"RLIMIT_NOFILE's hard limit is {hard}: {_SHELL_NEEDS}")
         wanted = 1024 if hard == resource.RLIM_INFINITY else min(1024, hard)
         resource.prlimit(init_pid, resource.RLIMIT_NOFILE, (wanted, hard))
 
