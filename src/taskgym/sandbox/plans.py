@@ -56,7 +56,6 @@ class _Driver:
     def __init__(self, plans: Sequence[Plan[T]]) -> None:
         self.plans = plans
         self.outcomes: list[Any] = [None] * len(plans)
-        self.live = set(range(len(plans)))
         self.poll = select.poll()
         self.fds: dict[int, list[int]] = {}  # a descriptor waited on -> the plans waiting
         self.waits: dict[int, Wait] = {}  # a waiting plan -> its descriptor, when it runs out
@@ -119,10 +118,10 @@ class _Driver:
         try:
             request = plan.send(answer) if error is None else plan.throw(error)
         except StopIteration as stop:
-            self.ended(i, stop.value)
+            self.outcomes[i] = stop.value
             return
         except Exception as exc:
-            self.ended(i, exc)
+            self.outcomes[i] = exc
             return
         if callable(request):
             self.start_job(i, request)
@@ -135,10 +134,6 @@ class _Driver:
             self.poll.register(fd, select.POLLIN)
         else:
             waiting.append(i)
-
-    def ended(self, i: int, outcome: Any) -> None:
-        self.outcomes[i] = outcome
-        self.live.discard(i)
 
     def stop_waiting(self, i: int) -> None:
         fd, _end = self.waits.pop(i)
@@ -162,8 +157,9 @@ class _Driver:
                 os.write(self.wake_w, b"\0")
 
     def abandon(self) -> None:
-        """Interrupted: let the running blocking calls end, then close the plans left."""
+        """Interrupted: let the running blocking calls end, then close the plans left (closing
+        one that has ended does nothing)."""
         wait_for_jobs(list(self.jobs))
-        for i in sorted(self.live):
+        for plan in self.plans:
             with contextlib.suppress(Exception):
-                self.plans[i].close()
+                plan.close()

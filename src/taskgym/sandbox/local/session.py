@@ -293,13 +293,15 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
     def exec_plan(self, command: str, timeout: float | None = None) -> Plan[ExecResult]:
         """:meth:`exec` as a plan that waits on the shell's status socket (read anew at each
         wait: a restart replaces it); only what blocks (killing what a command started, a
-        restart) is yielded as a call. One command per session at a time, as for
+        restart, a restart left pending) is yielded as a call. One command per session at a time, as for
         :meth:`aexec`; closed before its end (an interrupted driver), the shell is restarted
         before the next command, its state being unknown."""
         limit = timeout if timeout is not None else self.spec.command_timeout_sec
         if not self._lock.acquire(blocking=False):
             raise SandboxError(CONCURRENT_AEXEC)
         try:
+            if self._restart_pending:  # a plan was closed mid-command: in the pool, as aexec's
+                yield self._restart
             steps = self._protocol(self._trigger(command), limit, True)
             answer: Any = None
             while True:
