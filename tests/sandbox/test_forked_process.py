@@ -131,3 +131,78 @@ def test_a_forked_child_neither_takes_nor_closes_the_parents_containers() -> Non
     assert report["child_left"] == 0  # and removed its own containers
     exit_code, shown = report["seen"]
     assert exit_code != 0 and "child" not in shown, report["seen"]  # no trace of its episode
+
+
+_GC_IN_THE_HOOKS = r"""
+import gc, json, os, time, weakref
+from taskgym.sandbox import booting, warm
+
+# a job thread (whose child hook allocates) and a finalizer that takes the warm graders'
+# lock, which the fork holds: the situation of a dropped env's lease collected there
+booting.JobThread("test-job-thread", run=lambda job: None)
+class Cycle:
+    pass
+def dropped() -> None:
+    cycle = Cycle()
+    cycle.me = cycle
+    weakref.finalize(cycle, lambda: warm.LOCK.acquire() and warm.LOCK.release())
+gc.set_threshold(1)  # a collection at nearly every allocation
+for _ in range(50):
+    dropped()
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+deadline = time.monotonic() + 20
+while time.monotonic() < deadline:
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        break
+    time.sleep(0.05)
+else:
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    status = None
+print(json.dumps({"child": status}))
+"""
+
+
+def test_a_collection_during_the_fork_takes_no_lock_the_fork_holds() -> None:
+    """taskgym's at-fork hooks run with the collector off: a finalizer needing a lock held
+    across the fork (a dropped env's warm-grader lease) waits until the hooks are done, in
+    the parent as in the child, instead of hanging the child."""
+    assert _report(_GC_IN_THE_HOOKS) == {"child": 0}
+
+
+_FORKS_FROM_TWO_THREADS = r"""
+import gc, json, os, threading
+from taskgym.sandbox.forking import at_fork
+
+first_in_window, let_go = threading.Event(), threading.Event()
+def hold_the_first_fork() -> None:
+    if threading.current_thread().name == "first":
+        first_in_window.set()
+        let_go.wait(10)
+at_fork(before=hold_the_first_fork)
+
+def fork() -> None:
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+first = threading.Thread(target=fork, name="first")
+first.start()
+first_in_window.wait(10)
+second = threading.Thread(target=fork, name="second")  # forks while the first is in its hooks
+second.start()
+second.join(0.5)
+let_go.set()
+first.join(20)
+second.join(20)
+print(json.dumps({"collecting": gc.isenabled(), "stuck": first.is_alive() or second.is_alive()}))
+"""
+
+
+def test_forks_from_two_threads_leave_the_collector_on() -> None:
+    """A fork whose hooks start while another thread's are running waits for them: neither
+    takes the other's collector, turned off, as the state to restore."""
+    assert _report(_FORKS_FROM_TWO_THREADS) == {"collecting": True, "stuck": False}

@@ -11,11 +11,12 @@ removes closed containers on one too.)
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
+
+from taskgym.sandbox.forking import at_fork
 
 __all__ = ["JobThread"]
 
@@ -35,8 +36,8 @@ class JobThread(Generic[Job]):
         self._lock = threading.Lock()
         self._jobs: queue.Queue[Job] = queue.Queue()
         self._thread: threading.Thread | None = None
-        os.register_at_fork(before=self._lock.acquire, after_in_parent=self._lock.release,
-                            after_in_child=self._forget)
+        at_fork(before=self._lock.acquire, after_in_parent=self._lock.release,
+                after_in_child=self._forget)
 
     def put(self, job: Job) -> None:
         """Queue ``job``, starting the thread if it does not run yet."""

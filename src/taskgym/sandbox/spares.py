@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import os
 import threading
 import time
 import weakref
@@ -30,6 +29,7 @@ import weakref
 from taskgym.sandbox.base import Backend, SandboxSpec, Session
 from taskgym.sandbox.booting import JobThread
 from taskgym.sandbox.config import whole_number_env
+from taskgym.sandbox.forking import at_fork
 
 __all__ = ["Spares", "max_spares"]
 
@@ -160,7 +160,7 @@ def _forget_parent_in_child() -> None:
         spares._ready, spares._booting, spares._starting = [], 0, False
 
 
-os.register_at_fork(after_in_child=_forget_parent_in_child)
+at_fork(after_in_child=_forget_parent_in_child)
 
 
 def _boot_later(spares: Spares) -> None:

@@ -40,7 +40,6 @@ import atexit
 import contextlib
 import hashlib
 import json
-import os
 import socket
 import threading
 import time
@@ -52,6 +51,7 @@ from taskgym.errors import ConfigError, SandboxError
 from taskgym.sandbox.base import Backend, Prestarted, SandboxSpec
 from taskgym.sandbox.booting import JobThread
 from taskgym.sandbox.config import warm_graders_default
+from taskgym.sandbox.forking import at_fork
 
 __all__ = ["LOCK", "MAX_KINDS", "POOLS", "STUB_MOUNT", "Entry", "WarmPool", "close_warm_graders",
            "get_pool", "kind_key", "pool_size", "stub_command", "warm_pools"]
@@ -318,6 +318,5 @@ def _forget_in_child() -> None:
     LOCK.release()
 
 
-os.register_at_fork(before=LOCK.acquire, after_in_parent=LOCK.release,
-                    after_in_child=_forget_in_child)
+at_fork(before=LOCK.acquire, after_in_parent=LOCK.release, after_in_child=_forget_in_child)
 atexit.register(close_warm_graders)

@@ -42,6 +42,7 @@ from taskgym.sandbox.docker.images import (
 from taskgym.sandbox.docker.pool import Pool
 from taskgym.sandbox.docker.prestart import DockerPrestarted
 from taskgym.sandbox.docker.session import LIVE_SESSIONS, DockerSession
+from taskgym.sandbox.forking import at_fork
 from taskgym.sandbox.procs import SANDBOX_UID
 
 __all__ = ["LIVE_BACKENDS", "DockerBackend"]
@@ -279,8 +280,8 @@ def _forget_parent_in_child() -> None:
     _SHARED_LOCK.release()
 
 
-os.register_at_fork(before=_SHARED_LOCK.acquire, after_in_parent=_SHARED_LOCK.release,
-                    after_in_child=_forget_parent_in_child)
+at_fork(before=_SHARED_LOCK.acquire, after_in_parent=_SHARED_LOCK.release,
+        after_in_child=_forget_parent_in_child)
 
 
 @atexit.register

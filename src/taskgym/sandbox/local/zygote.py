@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -46,6 +45,7 @@ from taskgym.sandbox._commands import CONTROL_DIR, CONTROL_MB
 from taskgym.sandbox._seccomp import grade_seccomp_program
 from taskgym.sandbox.base import Backend, SandboxSpec
 from taskgym.sandbox.booting import JobThread
+from taskgym.sandbox.forking import at_fork
 from taskgym.sandbox.local.command_line import NESTED_PROC
 from taskgym.sandbox.local.zygote_grade import ZygoteGrade, await_ready
 
@@ -217,8 +217,7 @@ def _forget_in_child() -> None:
     _LOCK.release()
 
 
-os.register_at_fork(before=_LOCK.acquire, after_in_parent=_LOCK.release,
-                    after_in_child=_forget_in_child)
+at_fork(before=_LOCK.acquire, after_in_parent=_LOCK.release, after_in_child=_forget_in_child)
 
 
 def _boot(zygote: GraderZygote) -> None:
