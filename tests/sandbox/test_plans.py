@@ -207,3 +207,38 @@ def test_a_second_plan_on_a_busy_session_is_refused_and_a_closed_one_recovers(
         after = session.exec("echo after; echo ${KEPT:-reset}")
         assert after.stdout == "after\nreset\n" and after.exit_code == 0, after
         assert time.monotonic() - started < 10, "the next command waited for the sleep"
+
+
+def test_a_malformed_request_is_thrown_back_into_its_plan(
+        pipes: Callable[[], tuple[int, int]]) -> None:
+    """What is neither a wait nor a callable comes back into the plan as a ``TypeError``, and
+    a wait on a descriptor that is not open as an ``OSError``: the plan may handle either,
+    and the other plans end as usual."""
+    ready_r, ready_w = pipes()
+    not_open = 2**30  # above any descriptor table here: no other thread can open it meanwhile
+
+    def asks(request: Any) -> Plan[str]:
+        try:
+            yield request
+        except TypeError as error:
+            return f"TypeError: {error}"
+        except OSError as error:
+            return f"OSError {error.errno}"
+        return "answered"
+
+    def unhandled() -> Plan[str]:
+        yield "not a request"
+        return "answered"
+
+    def forever() -> Plan[bool]:  # an infinite wait: no time limit, ends when readable
+        os.write(ready_w, b"x")
+        return (yield (ready_r, float("inf")))
+
+    outcomes = drive_plans([asks((0, 1.0, 2)), asks(("fd", 1.0)), asks((0, float("nan"))),
+                            asks((-1, 1.0)), asks((True, 1.0)), asks((not_open, 5.0)),
+                            unhandled(), forever()])
+    for outcome in outcomes[:5]:
+        assert isinstance(outcome, str) and outcome.startswith("TypeError: a plan yielded"), outcome
+    assert outcomes[5] == "OSError 9"
+    assert isinstance(outcomes[6], TypeError) and "'not a request'" in str(outcomes[6])
+    assert outcomes[7] is True

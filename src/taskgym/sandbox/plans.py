@@ -7,7 +7,11 @@ A plan yields what it waits for and is sent the answer:
 - a callable that blocks (grading, a tool with no plan, killing what a command started,
   restarting a shell), answered with its result, or with the exception it raised thrown in.
 
-It returns its result. :meth:`Session.exec_plan <taskgym.sandbox.base.Session.exec_plan>`
+It returns its result. Anything else it yields (a malformed request) is thrown back into it
+as a ``TypeError``, and a wait on a descriptor that is not open as an ``OSError`` (``EBADF``):
+the plan's own error, which it may handle, never the driver's.
+
+:meth:`Session.exec_plan <taskgym.sandbox.base.Session.exec_plan>`
 is a command as a plan (the local session's waits on its shell's status socket; another
 backend's one blocking ``exec``), and a taskgym env's step is one too
 (``TaskEnv.poll_step``).
@@ -22,6 +26,8 @@ future per wait, no thread hand-over per wait: what a vector env of local sandbo
 from __future__ import annotations
 
 import contextlib
+import errno
+import math
 import os
 import select
 import threading
@@ -82,10 +88,10 @@ class _Driver:
 
     def wait_once(self) -> None:
         timeout_ms = None
-        if self.waits:
-            end = min(end for _fd, end in self.waits.values())
+        end = min((end for _fd, end in self.waits.values()), default=math.inf)
+        if end < math.inf:  # else no wait runs out: poll until a descriptor answers
             timeout_ms = max(0.0, (end - time.monotonic()) * 1000.0)
-        for fd, _event in self.poll.poll(timeout_ms):
+        for fd, event in self.poll.poll(timeout_ms):
             if fd == self.wake_r:
                 self.jobs_ended()
             elif fd in self.fds:
@@ -93,8 +99,12 @@ class _Driver:
                 self.poll.unregister(fd)
                 for i in waiting:
                     del self.waits[i]
+                closed = OSError(errno.EBADF, f"descriptor {fd} waited on is not open")
                 for i in waiting:
-                    self.advance(i, True)
+                    if event & select.POLLNVAL:
+                        self.advance(i, None, closed)
+                    else:
+                        self.advance(i, True)
         if self.waits:
             now = time.monotonic()
             for i in [i for i, (_fd, end) in self.waits.items() if end <= now]:
@@ -113,19 +123,25 @@ class _Driver:
                 self.advance(i, None, error)
 
     def advance(self, i: int, answer: Any, error: BaseException | None = None) -> None:
-        """Send plan ``i`` its answer (or throw ``error`` in), then file what it waits for."""
+        """Send plan ``i`` its answer (or throw ``error`` in), then file what it waits for
+        (a malformed request is thrown back in)."""
         plan = self.plans[i]
-        try:
-            request = plan.send(answer) if error is None else plan.throw(error)
-        except StopIteration as stop:
-            self.outcomes[i] = stop.value
-            return
-        except Exception as exc:
-            self.outcomes[i] = exc
-            return
-        if callable(request):
-            self.start_job(i, request)
-            return
+        while True:
+            try:
+                request = plan.send(answer) if error is None else plan.throw(error)
+            except StopIteration as stop:
+                self.outcomes[i] = stop.value
+                return
+            except Exception as exc:
+                self.outcomes[i] = exc
+                return
+            if callable(request):
+                self.start_job(i, request)
+                return
+            if _is_wait(request):
+                break
+            answer, error = None, TypeError(
+                f"a plan yielded {request!r}: neither a wait (fd, seconds) nor a callable")
         fd, seconds = request
         self.waits[i] = (fd, time.monotonic() + seconds)
         waiting = self.fds.get(fd)
@@ -163,3 +179,14 @@ class _Driver:
         for plan in self.plans:
             with contextlib.suppress(Exception):
                 plan.close()
+
+
+def _is_wait(request: object) -> bool:
+    """Whether ``request`` is a :data:`Wait`: a descriptor number and a number of seconds
+    (infinite: no time limit), not NaN."""
+    if not isinstance(request, tuple) or len(request) != 2:
+        return False
+    fd, seconds = request
+    return (isinstance(fd, int) and not isinstance(fd, bool) and fd >= 0
+            and isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
+            and not math.isnan(seconds))
