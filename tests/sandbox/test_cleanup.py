@@ -63,7 +63,11 @@ def test_200_episodes_leave_nothing_behind() -> None:
             assert record.error is None and record.steps == 2
     finally:
         env.close()
-    assert _leftovers() == before
+    after = _leftovers()
+    # nothing new: what earlier tests still held may have ended meanwhile (a dropped env's
+    # spare or grader closed by its finalizer), so "after" is compared as a subset
+    assert {kind: sorted(set(found) - set(before[kind])) for kind, found in after.items()} == {
+        "processes": [], "runtime dirs": [], "cgroups": []}
 
 
 def test_the_reaper_removes_what_a_killed_run_left() -> None:
