@@ -99,11 +99,12 @@ class _Driver:
                 self.poll.unregister(fd)
                 for i in waiting:
                     del self.waits[i]
-                closed = OSError(errno.EBADF, f"descriptor {fd} waited on is not open")
-                for i in waiting:
-                    if event & select.POLLNVAL:
+                if event & select.POLLNVAL:
+                    closed = OSError(errno.EBADF, f"descriptor {fd} waited on is not open")
+                    for i in waiting:
                         self.advance(i, None, closed)
-                    else:
+                else:
+                    for i in waiting:
                         self.advance(i, True)
         if self.waits:
             now = time.monotonic()
