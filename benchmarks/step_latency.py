@@ -50,7 +50,7 @@ from taskgym.core.env_step import describe as _describe  # noqa: E402
 from taskgym.core.tool import ActionError, parse_action  # noqa: E402
 from taskgym.sandbox import ExecResult  # noqa: E402
 from taskgym.sandbox._commands import SOURCE_TRIGGER, ending  # noqa: E402
-from taskgym.sandbox.local.protocol import read_capped  # noqa: E402
+from taskgym.sandbox.protocol import read_capped  # noqa: E402
 from taskgym.tools.shell import format_exec  # noqa: E402
 
 TARGET_MS = 0.15

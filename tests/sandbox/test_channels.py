@@ -152,7 +152,7 @@ def test_escaped_bytes_are_the_bytes_they_stand_for(backend: Backend) -> None:
         assert result.stdout.startswith("content") and "80 ff" in result.stdout, result
 
 
-_TAG = "t=$(declare -f __ts __tgm 2>/dev/null | grep -o '__TG_[0-9a-f]*' | head -1); "
+_TAG = "t=$(declare -f __ts 2>/dev/null | grep -o '__TG_[0-9a-f]*' | head -1); "
 _EVERY_FD = "for fd in $(ls /proc/$$/fd); do [ $fd -gt 2 ] && [ $fd != 255 ] && "
 # each runs as a command in the persistent shell; {} is what is written on every descriptor
 # the shell holds (its status channel among them, on both backends), or on its stdout/stderr
@@ -173,7 +173,7 @@ _FORGERIES = {
     "dup from /proc/self/fd": _TAG + _EVERY_FD + "{ exec 9>/proc/self/fd/$fd; printf \"${t}0 1\\n\""
                               " >&9; exec 9>&-; }; done 2>/dev/null; echo",
     "a child opens the shell's descriptors": _TAG + "python3 child.py \"$t\"",
-    "the status function replaced": "__ts() { echo no; }; __tgm() { echo no; }; true",
+    "the status function replaced": "__ts() { echo no; }; true",
     "the status function called": "echo a; __ts; echo b; __ts 1; __ts 2; __ts 3; __ts 4; true",
     # this is the session's first command, number 2 (the ready line was 1): an exact forgery,
     # taken for this command's line; the real one must then not pass for the next command's
@@ -223,56 +223,62 @@ def test_a_forged_status_never_breaks_the_session(backend: Backend, attack: str)
 
 def test_what_a_command_starts_cannot_reach_the_status_channel(backend: Backend) -> None:
     """The shell's descriptors other than stdin/stdout/stderr are not inherited, and none
-    can be reopened through /proc by a child (a socket cannot; docker: see the docs)."""
+    can be reopened through /proc by a child (a socket cannot)."""
     with backend.start(SandboxSpec()) as session:
         result = session.exec("ls /proc/self/fd; sleep 5 & sleep 0.1; ls /proc/$!/fd; kill $!; wait")
         assert sorted(set(result.stdout.split())) == ["0", "1", "2", "3"], result  # 3: ls's dir
-        if backend.name == "local":
-            session.write_file("child.py", _CHILD)
-            result = session.exec(_FORGERIES["a child opens the shell's descriptors"])
-            # the shell holds its status socket (bash's saved copy of 251) while the command
-            # runs, and a socket cannot be opened through /proc; what opens is /dev/null, the
-            # output files and the shell's input pipe (writing there is typing a command)
-            assert "'socket'" in result.stdout.split("held")[1].split("\n")[0], result
-            assert "opened ['/.taskgym/e/err', '/.taskgym/o/out', '/dev/null', 'pipe']" in (
-                result.stdout), result
-            assert not result.restarted and result.exit_code == 0, result
+        session.write_file("child.py", _CHILD)
+        result = session.exec(_FORGERIES["a child opens the shell's descriptors"])
+        # the shell holds its status socket (bash's saved copy of 251) while the command
+        # runs, and a socket cannot be opened through /proc; what opens is /dev/null, the
+        # output files and the shell's input pipe (writing there is typing a command)
+        assert "'socket'" in result.stdout.split("held")[1].split("\n")[0], result
+        assert "opened ['/.taskgym/e/err', '/.taskgym/o/out', '/dev/null', 'pipe']" in (
+            result.stdout), result
+        assert not result.restarted and result.exit_code == 0, result
 
+
+
+def test_no_process_of_the_sandbox_can_connect_a_status_socket(backend: Backend) -> None:
+    """The name the docker shell's helper connected to is removed before the shell runs
+    anything (and a restarted shell's too), so no process of the sandbox can open a second
+    status connection; locally the socket is a pair with no name at all."""
+    with backend.start(SandboxSpec()) as session:
+        for _ in range(2):
+            listing = session.exec("ls -A /.taskgym; find / -xdev -type s 2>/dev/null")
+            assert listing.exit_code == 0, listing
+            assert "status-" not in listing.stdout, listing
+            assert session.exec("exit 3").restarted
 
 # -- forgeries by a process other than the shell -------------------------------------------
 # A process the command leaves behind writes, later, the exact line the host expects for a
 # later command: the tag (from `declare -f __ts`), a made-up status (42) and the number that
 # command will carry. The local shell's status socket is reachable through bash's saved copy
 # (fd 10 while a command runs), which a forked subshell inherits, which a command can give a
-# program as its stdin (`prog <&10`), and which a child can take with pidfd_getfd; on docker
-# the line travels in the exec's stdout and stderr.
+# program as its stdin (`prog <&10`), and which a child can take with pidfd_getfd (both
+# backends: docker's shell has the same socket, connected by the status helper).
 _FORGE = b"""
 import ctypes, os, socket, stat, struct, sys, time
-backend, tag, delay, seq = sys.argv[1], sys.argv[2].encode(), float(sys.argv[3]), int(sys.argv[4])
-if sys.argv[5:] == ["getfd"]:  # take the shell's own descriptors, as a debugger can
+tag, delay, seq = sys.argv[1].encode(), float(sys.argv[2]), int(sys.argv[3])
+if sys.argv[4:] == ["getfd"]:  # take the shell's own descriptors, as a debugger can
     libc, shell = ctypes.CDLL(None, use_errno=True), os.getppid()
     pidfd = os.pidfd_open(shell)
     fds = [libc.syscall(438, pidfd, int(name), 0) for name in os.listdir(f"/proc/{shell}/fd")]
 else:
     fds = [int(name) for name in os.listdir("/proc/self/fd")]
-if backend != "local":  # the markers travel in the exec's stdout and stderr
-    fds = [1, 2]
 time.sleep(delay)
 targets = []  # logged before the writes: a write the host catches may get this killed at once
 for fd in fds:
     try:
-        if (stat.S_ISSOCK(os.fstat(fd).st_mode) if backend == "local" else fd in (1, 2)):
+        if stat.S_ISSOCK(os.fstat(fd).st_mode):
             targets.append(fd)
     except OSError:
         pass
 with open("forged.log", "a") as log:
     log.write(f"{targets}\\n")
 for fd in targets:
-    if backend != "local":
-        os.write(fd, b"\\n%s42 %d\\n" % (tag, seq) if fd == 1 else b"\\n%s%d\\n" % (tag, seq))
-        continue
     line = b"%s42 %d\\n" % (tag, seq)
-    if sys.argv[5:] == ["claim"]:  # credentials naming the shell: refused without CAP_SYS_ADMIN
+    if sys.argv[4:] == ["claim"]:  # credentials naming the shell: refused without CAP_SYS_ADMIN
         cred = struct.pack("=iII", os.getppid(), os.getuid(), os.getgid())
         try:
             with socket.socket(fileno=os.dup(fd)) as sock:
@@ -282,10 +288,10 @@ for fd in targets:
             pass
     os.write(fd, line)
 """
-# each {forge} is `python3 forge.py <backend> "$t" <delay> <seq>`, {line} writes the line with
-# shell builtins on what the writer holds, {hold} gives a program the saved copy as its stdin
-# (local: bash keeps a duplicate of its close-on-exec copy close-on-exec, but not one made
-# for a command's stdin); all run as the session's first command (number 2)
+# each {forge} is `python3 forge.py "$t" <delay> <seq>`, {line} writes the line with shell
+# builtins on what the writer holds, {hold} gives a program the saved copy as its stdin
+# (bash keeps a duplicate of its close-on-exec copy close-on-exec, but not one made for a
+# command's stdin); all run as the session's first command (number 2)
 _LATER_FORGERS = {
     "a background subshell, on the saved copy": "( sleep {delay}; {line} ) &",
     "an exec'd python3 holding the saved copy": "( exec {forge} {hold} ) &",
@@ -298,19 +304,14 @@ _LATER_FORGERS = {
 }
 
 
-def _line_writers(backend: str, seq: int) -> tuple[str, str]:
+def _line_writers(seq: int) -> tuple[str, str]:
     """Shell code writing the forged line for ``seq``: with the subshell's builtins on every
-    descriptor past 2 it holds (local: the saved copy) or on stdout and stderr (docker); and
-    from ``sh`` on its stdin, the saved copy (local), or on stdout and stderr."""
-    if backend == "local":
-        line = (f"for p in /proc/$BASHPID/fd/*; do fd=${{p##*/}}; [ $fd -gt 2 ] && "
-                f"[ $fd != 255 ] && echo $fd >> forged.log && "
-                f"printf '%s42 %d\\n' \"$t\" {seq} >&$fd; done 2>/dev/null")
-        return line, f"echo 0 >> forged.log; printf \"%s42 %d\\n\" \"$1\" {seq} >&0"
-    line = (f"echo 1 >> forged.log; printf '\\n%s42 %d\\n' \"$t\" {seq}; "
-            f"printf '\\n%s%d\\n' \"$t\" {seq} >&2")
-    return line, (f"echo 1 >> forged.log; printf \"\\n%s42 %d\\n\" \"$1\" {seq}; "
-                  f"printf \"\\n%s%d\\n\" \"$1\" {seq} >&2")
+    descriptor past 2 it holds (the saved copy), and from ``sh`` on its stdin (the saved
+    copy)."""
+    line = (f"for p in /proc/$BASHPID/fd/*; do fd=${{p##*/}}; [ $fd -gt 2 ] && "
+            f"[ $fd != 255 ] && echo $fd >> forged.log && "
+            f"printf '%s42 %d\\n' \"$t\" {seq} >&$fd; done 2>/dev/null")
+    return line, f"echo 0 >> forged.log; printf \"%s42 %d\\n\" \"$1\" {seq} >&0"
 
 
 # target: which command the line is forged for; the delay puts it while that command runs
@@ -325,17 +326,11 @@ _TARGETS = {
 @pytest.mark.parametrize("target", sorted(_TARGETS))
 @pytest.mark.parametrize("forger", sorted(_LATER_FORGERS))
 def test_no_other_process_can_forge_a_later_commands_status(
-        backend: Backend, forger: str, target: str, request: pytest.FixtureRequest) -> None:
+        backend: Backend, forger: str, target: str) -> None:
     """Only the shell itself can end a command: a forged line from any other process of the
     sandbox is never taken as a later command's status (local: the socket's credentials name
     the writer; the line is a protocol violation, so the shell restarts), and the session
-    goes on working. Docker: not closed (strict xfail, so that a fix shows), see
-    docs/security.md#the-shells-channels."""
-    if backend.name == "docker":
-        request.applymarker(pytest.mark.xfail(
-            strict=True, raises=AssertionError,
-            reason="docker: the status markers travel in the exec's stdout and stderr, which "
-                   "every process the shell starts holds; the writer's pid is lost in docker"))
+    goes on working (docker: the same socket, see docs/security.md#the-shells-channels)."""
     _forge_a_later_status(backend, forger, target, lambda session, command: session.exec(
         command, timeout=10))
 
@@ -344,11 +339,8 @@ def test_no_other_process_can_forge_a_later_commands_status(
 @pytest.mark.parametrize("forger", ["a background subshell, on the saved copy",
                                     "a setsid daemon holding the saved copy"])
 def test_no_other_process_can_forge_a_status_awaited_with_aexec(
-        backend: Backend, forger: str, request: pytest.FixtureRequest) -> None:
+        backend: Backend, forger: str) -> None:
     """The same through ``aexec``, the event loop's driver of the protocol."""
-    if backend.name == "docker":
-        request.applymarker(pytest.mark.xfail(strict=True, raises=AssertionError,
-                                              reason="docker: see the test above"))
 
     def run(session: Session, command: str) -> ExecResult:
         return asyncio.run(session.aexec(command, timeout=10))
@@ -361,10 +353,10 @@ def _forge_a_later_status(backend: Backend, forger: str, target: str,
     """Leave ``forger`` behind in the first command, forging ``target``'s status line; check
     every command's result (each run with ``run``) and that the forger did write."""
     seq, delay, early = _TARGETS[target]
-    line, sh_line = _line_writers(backend.name, seq)
-    forge = f"python3 forge.py {backend.name} \"$t\" {delay} {seq}"
+    line, sh_line = _line_writers(seq)
+    forge = f"python3 forge.py \"$t\" {delay} {seq}"
     command = _LATER_FORGERS[forger]
-    hold = "0<&10" if backend.name == "local" else ""
+    hold = "0<&10"
     for name, value in (("{forge}", forge), ("{delay}", str(delay)), ("{line}", line),
                         ("{sh_line}", sh_line), ("{hold}", hold)):
         command = command.replace(name, value)
@@ -395,10 +387,9 @@ def _forge_a_later_status(backend: Backend, forger: str, target: str,
 @pytest.mark.escape
 def test_the_shells_death_is_seen_while_other_processes_hold_the_channel(backend: Backend) -> None:
     """A shell that exits is seen at once (its status, a restart) though processes it left
-    hold the status channel (local: a subshell holds bash's saved copy, daemons were handed it
-    as stdin; docker: they hold the exec's stdout and stderr): the host is never left waiting
-    for the end of a channel that they keep open."""
-    hold = "0<&10" if backend.name == "local" else ""
+    hold the status channel (a subshell holds bash's saved copy, daemons were handed it as
+    stdin): the host is never left waiting for the end of a channel that they keep open."""
+    hold = "0<&10"
     with backend.start(SandboxSpec()) as session:
         first = session.exec(f"(sleep 60; true) & setsid -f sleep 60 {hold}; "
                              f"nohup sleep 60 {hold} & echo started")

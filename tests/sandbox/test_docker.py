@@ -58,6 +58,11 @@ def test_the_container_is_hardened(docker_backend: DockerBackend) -> None:
         assert isinstance(session, DockerSession)
         info = docker_backend.api.inspect_container(session._container.id)
         assert session.exec("id -u; id -g").stdout == f"{SANDBOX_UID}\n{SANDBOX_UID}\n"
+        # the status helper's tmpfs is root's: the agent cannot replace what starts its shells
+        changed = session.exec("echo x > /.taskgym-bin/status-connect; touch /.taskgym-bin/new; "
+                               "rm -f /.taskgym-bin/status-connect; ls /.taskgym-bin")
+        assert changed.stdout == "status-connect\n" and "denied" in changed.stderr, changed
+        assert session.exec("exit 5").restarted and session.exec("echo ok").stdout == "ok\n"
     host = info["HostConfig"]
     assert host["NetworkMode"] == "none" and host["CapDrop"] == ["ALL"]
     assert "no-new-privileges" in host["SecurityOpt"]
@@ -66,7 +71,8 @@ def test_the_container_is_hardened(docker_backend: DockerBackend) -> None:
     assert host["Memory"] == host["MemorySwap"] == 300 << 20
     assert host["PidsLimit"] == 50
     assert not host.get("Binds") and not info["Mounts"], "a host path is mounted"
-    assert set(host["Tmpfs"]) == {"/app", "/tmp", "/.taskgym"}
+    assert set(host["Tmpfs"]) == {"/app", "/tmp", "/.taskgym", "/.taskgym/o", "/.taskgym/e",
+                                  "/.taskgym-bin"}
     # init and the main process run as a second unprivileged user the sandbox's cannot signal
     assert info["Config"]["User"] == f"{KEEPER_UID}:{KEEPER_UID}" != f"{SANDBOX_UID}:{SANDBOX_UID}"
     assert info["Config"]["Labels"][LABEL] == "1"

@@ -42,6 +42,7 @@ from taskgym.sandbox.docker.images import (
 from taskgym.sandbox.docker.pool import Pool
 from taskgym.sandbox.docker.prestart import DockerPrestarted
 from taskgym.sandbox.docker.session import LIVE_SESSIONS, DockerSession
+from taskgym.sandbox.docker.status_helper import helper_binary
 from taskgym.sandbox.forking import at_fork
 from taskgym.sandbox.procs import SANDBOX_UID
 
@@ -126,6 +127,10 @@ class DockerBackend(Backend):
         if os.geteuid() != 0:
             return ("the docker backend reaches container workspaces through /proc and must run "
                     "as root (membership of the docker group is root-equivalent anyway)")
+        try:
+            helper_binary()
+        except SandboxUnavailableError as exc:
+            return str(exc)
         return None
 
     def image(self, spec: SandboxSpec) -> str:
@@ -147,7 +152,7 @@ class DockerBackend(Backend):
         if not spec.workdir.startswith("/") or spec.workdir in ("/", "/usr", "/tmp", "/proc"):
             raise ConfigError(f"workdir must be a fresh absolute path, not {spec.workdir!r}")
         return Shape(self.image(spec), spec.workdir, spec.memory_mb, spec.pids, spec.cpus, spec.disk_mb,
-                      spec.tmp_mb, tuple(spec.writable_dirs), hidden)
+                     spec.tmp_mb, tuple(spec.writable_dirs), spec.stream_limit_bytes, hidden)
 
     def prepare(self, shape: Shape) -> tuple[Container, Shell]:
         """Start a container of ``shape`` and open its shell (what the pool holds)."""

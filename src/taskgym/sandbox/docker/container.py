@@ -26,7 +26,9 @@ from taskgym.sandbox._seccomp import DENIED_SYSCALLS
 from taskgym.sandbox.base import ResourceUsage
 from taskgym.sandbox.booting import JobThread
 from taskgym.sandbox.cleanup import owner_alive
+from taskgym.sandbox.docker.status_helper import HELPER_INSIDE, StatusListener, install_helper
 from taskgym.sandbox.procs import SANDBOX_UID, children, sandbox_processes, start_tick
+from taskgym.sandbox.shell_session import OUTPUT_FILES
 
 __all__ = ["KEEPER_UID", "LABEL", "OWNER_LABEL", "SHELL_ENV", "SHELL_PATH", "Container", "Shape", "Shell",
            "configured_path", "quote", "reap_containers", "removals_pending", "remove_later",
@@ -62,6 +64,8 @@ class Shape:
     disk_mb: int
     tmp_mb: int
     writable_dirs: tuple[str, ...]
+    stream_bytes: int
+    """The size of each of the shell's output files' tmpfs (the spec's stream limit)."""
     hidden_dirs: tuple[tuple[str, int], ...] = ()
     """Root-owned read-only folders (path, size in MB), filled before the command runs."""
 
@@ -80,6 +84,10 @@ class Container:
             "/tmp": f"size={shape.tmp_mb * mb},mode=1777,exec",
             CONTROL_DIR: f"size={CONTROL_MB * mb},uid={SANDBOX_UID},gid={SANDBOX_UID},mode=0700",
         }
+        tmpfs[os.path.dirname(HELPER_INSIDE)] = "size=2m,mode=0755,exec"  # root's: filled below
+        for path in OUTPUT_FILES:  # each alone on a tmpfs, so a runaway command fills only it
+            tmpfs[os.path.dirname(path)] = (f"size={shape.stream_bytes},uid={SANDBOX_UID},"
+                                            f"gid={SANDBOX_UID},mode=0700")
         for path in shape.writable_dirs:
             tmpfs[path] = f"size={shape.tmp_mb * mb},uid={SANDBOX_UID},gid={SANDBOX_UID},mode=0755"
         for path, size in shape.hidden_dirs:
@@ -90,6 +98,7 @@ class Container:
             security_opt=["no-new-privileges", f"seccomp={seccomp_profile()}"],
             pids_limit=shape.pids, mem_limit=memory, memswap_limit=memory, read_only=True,
             tmpfs=tmpfs, init=True, auto_remove=True, privileged=False,
+
             nano_cpus=None if shape.cpus is None else round(shape.cpus * 1e9))
         config = api.create_container_config(
             shape.image, command=["/bin/sh", "-c", "exec cat >/dev/null"],
@@ -111,6 +120,7 @@ class Container:
             self.pid_start = start_tick(self.pid)
             self.pidns = os.readlink(f"/proc/{self.pid}/ns/pid").removeprefix("pid:[")[:-1]
             self.root = f"/proc/{self.pid}/root"
+            install_helper(self.root)
             self.cgroups = _cgroup_dirs(self.pid)
             deadline = time.monotonic() + 5
             while not (main := children(self.pid)) and time.monotonic() < deadline:
@@ -211,28 +221,47 @@ class Container:
 
 
 class Shell:
-    """A ``docker exec -i`` bash speaking the marker protocol over its multiplexed stream."""
+    """A ``docker exec -i`` bash: its input is the exec's stream, its stdout the status socket
+    the helper connected (:mod:`taskgym.sandbox.docker.status_helper`), the connection's
+    credentials give its host pid. :attr:`waiter` (an epoll descriptor) turns readable when a
+    status line came or the shell ended."""
 
     def __init__(self, container: Container, env: dict[str, str]) -> None:
         api = container.api
         self.container = container
-        self.exec_id = api.exec_create(
-            container.id, ["/bin/bash", "--norc", "--noprofile", "-c",
-                           "exec 3<&0 </dev/null; exec /bin/bash --norc --noprofile /dev/fd/3"],
-            stdin=True, stdout=True, stderr=True, user=f"{SANDBOX_UID}:{SANDBOX_UID}",
-            workdir=container.shape.workdir, environment=[f"{k}={v}" for k, v in env.items()],
-        )["Id"]
-        self.stream = api.exec_start(self.exec_id, socket=True)
-        self.sock: socket.socket = _raw(self.stream)
-        self.sock.setblocking(False)
-        self.poll = select.poll()
-        self.poll.register(self.sock, select.POLLIN)
-        self.pending = bytearray()
-        self.dead = False
-        self.pid = 0
+        self.status: socket.socket | None = None
+        self.pidfd = -1
+        self.waiter: select.epoll | None = None
+        listener = StatusListener(container.root + CONTROL_DIR, CONTROL_DIR)
+        try:
+            self.exec_id = api.exec_create(
+                container.id, [HELPER_INSIDE, listener.inside, "/bin/bash", "--norc",
+                               "--noprofile", "-c", "exec 3<&0 </dev/null; "
+                               "exec /bin/bash --norc --noprofile /dev/fd/3"],
+                stdin=True, stdout=True, stderr=True, user=f"{SANDBOX_UID}:{SANDBOX_UID}",
+                workdir=container.shape.workdir, environment=[f"{k}={v}" for k, v in env.items()],
+            )["Id"]
+            self.stream = api.exec_start(self.exec_id, socket=True)
+            self.sock: socket.socket = _raw(self.stream)
+            self.status, self.pid = listener.accept(30.0, self.sock.fileno())
+            self.pidfd = os.pidfd_open(self.pid)
+            self.waiter = select.epoll()
+            self.waiter.register(self.status.fileno(), select.EPOLLIN)
+            self.waiter.register(self.pidfd, select.EPOLLIN)
+            self.sock.setblocking(False)
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            listener.close()
 
-    def find_pid(self) -> None:
-        self.pid = int(self.container.api.exec_inspect(self.exec_id).get("Pid") or 0)
+    def ended(self) -> bool:
+        """Whether the shell's process has ended."""
+        if self.pidfd < 0:
+            return True
+        poll = select.poll()
+        poll.register(self.pidfd, select.POLLIN)
+        return bool(poll.poll(0))
 
     def exit_code(self) -> int:
         deadline = time.monotonic() + 2
@@ -244,40 +273,27 @@ class Shell:
             time.sleep(0.01)
         return -1
 
-    def send(self, data: bytes) -> bool:
+    def send(self, data: bytes) -> str:
+        """Write ``data`` to the shell's input: ``""``, or ``"dead"`` when the stream is
+        closed, or ``"hung"`` when it is full."""
         try:
-            self.sock.sendall(data)
-        except OSError:
-            return False
-        return True
-
-    def read(self, out: bytearray, err: bytearray, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds and add what arrived; False once the stream ended."""
-        if not self.poll.poll(max(0.0, timeout) * 1000.0):
-            return True
-        try:
-            chunk = self.sock.recv(262144)
+            sent = self.sock.send(data)
         except BlockingIOError:
-            return True
+            return "hung"
         except OSError:
-            chunk = b""
-        if not chunk:
-            self.dead = True
-            return False
-        buf = self.pending
-        buf += chunk
-        pos = 0
-        while len(buf) - pos >= 8:  # frames: stream byte, 3 zero bytes, big-endian size
-            size = int.from_bytes(buf[pos + 4 : pos + 8], "big")
-            if len(buf) - pos - 8 < size:
-                break
-            (out if buf[pos] == 1 else err).extend(buf[pos + 8 : pos + 8 + size])
-            pos += 8 + size
-        del buf[:pos]
-        return True
+            return "dead"
+        return "" if sent == len(data) else "hung"
 
     def close(self) -> None:
-        _close_stream(self.stream)
+        if self.waiter is not None:
+            self.waiter.close()
+        if self.pidfd >= 0:
+            os.close(self.pidfd)
+            self.pidfd = -1
+        if self.status is not None:
+            self.status.close()
+        if hasattr(self, "stream"):
+            _close_stream(self.stream)
 
 
 @functools.cache

@@ -1,39 +1,42 @@
-"""A docker session: a container and its persistent shell, driven like the local session."""
+"""A docker session: a container and its persistent shell, driven like the local session
+(:mod:`taskgym.sandbox.shell_session`)."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
-import threading
-import time
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from taskgym.errors import SandboxError
 from taskgym.sandbox import _fs
-from taskgym.sandbox._commands import (
-    BAD_STATUS_NOTE,
-    CONTROL_DIR,
-    STATUS_MAX,
-    BadStatus,
-    CommandFile,
-    encode_text,
-    output_cap_note,
-)
-from taskgym.sandbox.base import ExecResult, ResourceUsage, SandboxSpec, Session
+from taskgym.sandbox._commands import CONTROL_DIR, CommandFile
+from taskgym.sandbox.base import ResourceUsage, SandboxSpec
 from taskgym.sandbox.docker.container import Container, Shell, quote
-from taskgym.sandbox.output import decode_capped
 from taskgym.sandbox.procs import SANDBOX_UID, ticks_at
-from taskgym.sandbox.snapshot import SnapshotSupport
+from taskgym.sandbox.protocol import open_output
+from taskgym.sandbox.shell_session import OUTPUT_FILES, ShellSession
 
 if TYPE_CHECKING:
     from taskgym.sandbox.docker.backend import DockerBackend
 
 __all__ = ["LIVE_SESSIONS", "DockerSession"]
 
-class DockerSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
-    """A container with a persistent bash; see :class:`taskgym.sandbox.Session`."""
+class DockerSession(ShellSession):
+    """A container with a persistent bash; see :class:`taskgym.sandbox.Session`.
+
+    The shell reads its input from the ``docker exec`` stream; its stdout is a status socket
+    the host listens on in the container's control folder, connected by a static helper that
+    then execs bash (:mod:`taskgym.sandbox.docker.status_helper`), so the host knows the
+    shell's pid from the connection's credentials before anything runs, and the kernel stamps
+    each status line with its writer's pid as on the local backend. Its stdout and stderr
+    are files on two tmpfs mounts of the container sized at the stream limit, which the
+    host reads through ``/proc/<pid>/root``. The shell's end is seen on a pidfd, as
+    processes it left may hold the socket.
+    """
 
     limits_enforced_by = "cgroup"
 
@@ -43,14 +46,11 @@ class DockerSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
         self.cpu_limited = spec.cpus is not None  # the container's nano_cpus quota
         self._backend = backend
         self._made_by = os.getpid()
+        self._init_protocol()
         self._container, self._shell = item
         self._shell_open: Shell | None = self._shell
-        self._lock = threading.Lock()
-        self._tag = b"__TG_" + os.urandom(8).hex().encode()
-        self._marker = b"\n" + self._tag
         self._root_fd = -1
         self._cmd_fd = -1
-        self._commands = CommandFile(-1)
         self._usage = ResourceUsage()
         try:
             self._root_fd = os.open(self._container.root + spec.workdir,
@@ -61,6 +61,14 @@ class DockerSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
                 self._cmd_fd = os.open("cmd", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644,
                                        dir_fd=control)
                 self._commands = CommandFile(self._cmd_fd)
+                for path in OUTPUT_FILES:  # the shell's, made before it opens them
+                    name = path.removeprefix(CONTROL_DIR + "/")
+                    os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644,
+                                     dir_fd=control))
+                    os.chown(name, SANDBOX_UID, SANDBOX_UID, dir_fd=control)
+                self._out_fd, self._err_fd = (
+                    open_output(path.removeprefix(CONTROL_DIR + "/"), control)
+                    for path in OUTPUT_FILES)
             finally:
                 os.close(control)
             if seed is not None:
@@ -73,30 +81,23 @@ class DockerSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
         LIVE_SESSIONS.add(self)
 
     def _bootstrap(self) -> None:
-        tag = self._tag.decode()
-        env = dict(self.spec.env)  # PATH is the image's (Container.shell_env) unless spec.env sets it
-        exports = "".join(f"export {key}={quote(value)}\n" for key, value in env.items())
-        # markers carry a sequence number, so a marker a command forged (or an earlier
-        # command's) is told from this command's; the control pipe's inherited descriptor is
-        # closed (bash reads its close-on-exec copy), so no command can read the protocol
-        script = (
-            "exec 3<&-\n"
-            f"__tgm() {{ printf '\\n{tag}%d %d\\n' \"$1\" \"$2\"; printf '\\n{tag}%d\\n' \"$2\" >&2; }}\n"
-            "__ts() { __tgm \"$?\" \"$1\"; }\n"  # a trigger ends with __ts <sequence number>
-            "readonly -f __tgm __ts\n"
-            f"set +o history; unset HISTFILE; umask 022; cd {quote(self.spec.workdir)}\n"
-            f"{exports}true; __ts 1\n"
-        )
-        self._seq = 1
-        ready = self._send(encode_text(script, "the shell's environment"), 30.0)
+        shell = self._shell
+        assert shell.status is not None and shell.waiter is not None
+        for fd in (self._out_fd, self._err_fd):  # what a previous shell's processes wrote
+            os.ftruncate(fd, 0)
+        self._out_off = self._err_off = 0
+        self._attach_shell(shell.status.fileno(), shell.waiter.fileno(), shell.pid)
+        # PATH is the image's (Container.shell_env) unless spec.env sets it
+        exports = "".join(f"export {key}={quote(value)}\n" for key, value in self.spec.env.items())
+        setup = f"cd {quote(self.spec.workdir)}\n{exports}"
+        ready = self._send(self._bootstrap_script(3, setup), 30.0)  # 3: the exec's input
         if ready.exit_code != 0 or ready.restarted:
             raise SandboxError(f"the container shell did not start: {ready.stderr}")
-        self._shell.find_pid()
 
     # -- life cycle -------------------------------------------------------------------
     @property
     def alive(self) -> bool:
-        return self._shell_open is not None and not self._shell.dead
+        return self._shell_open is not None and not self._shell.ended()
 
     def stop(self) -> None:
         with self._lock:
@@ -106,11 +107,12 @@ class DockerSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
         if self._shell_open is not None:
             self._usage = self._container.usage()
             self._container.kill_all()
+            self._detach_shell()
             self._shell.close()
             self._shell_open = None
 
     def _restart(self) -> None:
-        """Replace a dead or hung shell; the workspace stays, processes do not."""
+        self._restart_pending = False
         self._stop()
         self._container.clear_scratch()
         self._shell = Shell(self._container, self._container.shell_env())
@@ -125,14 +127,15 @@ class DockerSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
     def close(self) -> None:
         if os.getpid() != self._made_by:  # a forked child's copy: the sandbox is the parent's
             return
-        for attr in ("_root_fd", "_cmd_fd"):
+        if self._shell_open is not None:
+            self._detach_shell()
+            self._shell.close()
+            self._shell_open = None
+        for attr in ("_root_fd", "_cmd_fd", "_out_fd", "_err_fd"):
             fd = getattr(self, attr)
             if fd >= 0:
                 os.close(fd)
                 setattr(self, attr, -1)
-        if self._shell_open is not None:
-            self._shell.close()
-            self._shell_open = None
         self._container.close()
 
     def __del__(self) -> None:
@@ -144,98 +147,21 @@ class DockerSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
         super().write_file(path, data, mode)
         _own_path(self._root(), _fs.relative_parts(path, self.spec.workdir))
 
-    # -- commands ---------------------------------------------------------------------
-    def exec(self, command: str, timeout: float | None = None) -> ExecResult:
-        limit = timeout if timeout is not None else self.spec.command_timeout_sec
-        with self._lock:
-            if self._shell_open is None:
-                raise SandboxError("the session is stopped")
-            self._seq += 1
-            return self._send(self._commands.trigger(command, self._seq), limit, killable=True)
+    # -- the protocol's hooks (taskgym.sandbox.shell_session) ------------------------------
+    def _running(self) -> bool:
+        return self._shell_open is not None
 
-    def _send(self, script: bytes, timeout: float, killable: bool = False) -> ExecResult:
-        """Write ``script`` and collect output up to the markers on stdout and stderr."""
-        started = time.monotonic()
-        deadline = started + timeout
-        shell = self._shell
-        out, err = bytearray(), bytearray()
-        code = -1
-        timed_out = runaway = hung = False
-        out_done = err_done = bad_status = False
-        give_up: float | None = None
-        limit = self.spec.stream_limit_bytes
-        alive = shell.send(script)
-        while alive and not (out_done and err_done):
-            now = time.monotonic()
-            wait_until = give_up if give_up is not None else deadline
-            if now >= wait_until:
-                if give_up is not None or not killable:
-                    hung = True
-                    break
-                timed_out = True
-                self._kill_started(started)
-                give_up = now + 2.0
-                continue
-            out_len, err_len = len(out), len(err)
-            alive = shell.read(out, err, wait_until - now)
-            try:
-                if not out_done and len(out) > out_len:
-                    found = self._find_marker(out, out_len, self._marker, with_status=True)
-                    if found is not None:
-                        idx, code = found
-                        del out[idx:]
-                        out_done = True
-                if not err_done and len(err) > err_len:
-                    found = self._find_marker(err, err_len, self._marker, with_status=False)
-                    if found is not None:
-                        del err[found[0]:]
-                        err_done = True
-            except BadStatus:  # the agent's doing: a fresh shell, as for a hung one
-                bad_status = hung = True
-                break
-            for buf in (out, err):
-                if len(buf) > limit:  # runaway output: keep the head and the recent tail
-                    keep = limit // 2
-                    del buf[keep : len(buf) - keep]
-                    if not runaway and killable:
-                        runaway = True
-                        self._kill_started(started)
-        dead = not alive
-        if dead:
-            code = shell.exit_code()
-        if (dead or hung) and killable:
-            self._restart()
-        cap = self.spec.output_limit_bytes
-        note = output_cap_note(limit) if runaway else ""
-        if bad_status:
-            note += BAD_STATUS_NOTE
-        return ExecResult(
-            stdout=decode_capped(out, cap), stderr=decode_capped(err, cap) + note,
-            exit_code=124 if timed_out else -1 if bad_status else code,
-            duration_sec=time.monotonic() - started, timed_out=timed_out,
-            truncated=runaway or len(out) > cap or len(err) > cap, restarted=dead or hung)
+    def _write_script(self, script: bytes) -> str:
+        return self._shell.send(script)
 
-    def _find_marker(self, buf: bytearray, old_len: int, marker: bytes,
-                     with_status: bool) -> tuple[int, int] | None:
-        """Where this command's marker starts in ``buf`` and the status it carries, once its
-        line is whole: ``marker``, then (``with_status``) the exit status and a space, then
-        this command's sequence number. ``old_len``: how much of ``buf`` was searched before.
-        Raises :class:`BadStatus` for a marker line of any other shape. (What follows the
-        marker is dropped: background jobs may print after it.)"""
-        idx = buf.find(marker, max(0, old_len - len(marker) - STATUS_MAX))
-        if idx < 0:
-            return None
-        begin = idx + len(marker)
-        end = buf.find(b"\n", begin, begin + STATUS_MAX)
-        if end < 0:
-            if len(buf) - begin >= STATUS_MAX:
-                raise BadStatus(bytes(buf[idx:begin + STATUS_MAX]))
-            return None
-        line = bytes(buf[begin:end])
-        code, space, seq = line.partition(b" ") if with_status else (b"0", b" ", line)
-        if seq != b"%d" % self._seq or not space or not code.isdigit() or len(code) > 3:
-            raise BadStatus(line)
-        return idx, int(code)
+    def _killer(self, since: float) -> Callable[[], None]:
+        return functools.partial(self._kill_started, since)
+
+    def _reaper(self) -> Callable[[], tuple[int | None, bytes]]:
+        return lambda: (self._shell.exit_code(), b"")
+
+    def _shell_gone(self) -> bool:
+        return self._shell.ended()
 
     def _kill_started(self, since: float) -> None:
         """SIGKILL every process of the container started at or after ``since``."""
@@ -244,7 +170,6 @@ class DockerSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
             if pid != self._shell.pid and start >= since_tick:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, 9)
-
 
     # -- snapshots (taskgym.sandbox.snapshot) --------------------------------------------
     def _control_path(self) -> str:

@@ -7,102 +7,55 @@ import atexit
 import contextlib
 import functools
 import os
-import secrets
-import select
+import signal
 import socket
+import subprocess
 import tempfile
-import threading
-import time
 import weakref
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from taskgym.errors import SandboxError
 from taskgym.sandbox import _fs, _gil_held, disk
-from taskgym.sandbox._commands import (
-    BAD_STATUS_NOTE,
-    CONTROL_DIR,
-    STATUS_FD,
-    BadStatus,
-    CommandFile,
-    output_cap_note,
-)
-from taskgym.sandbox.base import CONCURRENT_AEXEC, ExecResult, ResourceUsage, SandboxSpec, Session
+from taskgym.sandbox._commands import CONTROL_DIR, CommandFile
+from taskgym.sandbox.base import ResourceUsage, SandboxSpec
 from taskgym.sandbox.cleanup import runtime_root
-from taskgym.sandbox.local.drivers import LoopDriver, Steps, drive_blocking
 from taskgym.sandbox.local.launch import Launched, LocalBackend
-from taskgym.sandbox.local.protocol import (
-    REWIND_AT,
-    RUNAWAY_CHECK_SEC,
-    dead_shell,
-    kill_started,
-    open_output,
-    output_full,
-    parse_status,
-    read_capped,
-    read_status,
-    status_socket,
-)
 from taskgym.sandbox.os_errors import resource_error
-from taskgym.sandbox.plans import Plan
-from taskgym.sandbox.procs import children, descendants
-from taskgym.sandbox.snapshot import SnapshotSupport
+from taskgym.sandbox.procs import children, descendants, start_tick, ticks_at
+from taskgym.sandbox.protocol import open_output, status_socket
+from taskgym.sandbox.shell_session import OUTPUT_FILES, ShellSession
 
 __all__ = ["LocalSession"]
 
-class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
+class LocalSession(ShellSession):
     """A bubblewrap sandbox with a persistent bash; see :class:`taskgym.sandbox.Session`.
 
-    The shell reads a tiny script from a control pipe. For each command the host writes
-    the command text into a file on the control tmpfs and sends ``. <file>;__ts`` down the
-    pipe: the shell sources the file (bash reads a regular file in one call, where it reads
-    a pipe one byte at a time), then ``__ts`` reports its status. A short printable
-    one-liner skips the file: it rides the trigger line as one ANSI-C quoted word for
-    ``eval``, or as it is when it is plain words (see :mod:`taskgym.sandbox._commands`).
-    All run at the shell's top level, as typed in a terminal: ``declare``
-    makes globals that persist; a one-liner holding ``return`` takes the file path,
-    where ``return`` ends the sourced file.
-
-    The shell's stdout and stderr are files on two tmpfs mounts sized at the stream limit;
-    after a command the host reads them from where it left off (emptying them before a
-    command now and then), so output is never lost to a full pipe. The shell's
-    original stdout, a socket, carries only the line ``<tag><status> <sequence number>``
-    that ends each command, so a step is one write and, most often, one wake-up to read
-    one line. Only the shell itself can write that line: the host's end of the socket asks
-    for the writer's credentials (``SO_PASSCRED``), so the kernel stamps each write with the
-    pid of the process that made it (in the host's pid namespace) and never joins two
-    writers' bytes in one read; bytes from any pid but the shell's (learnt from the ready
-    line, when nothing else runs in the sandbox, and checked to be the child of bubblewrap's
-    init) are a protocol violation. A subshell holds bash's saved copy of the socket, and a
-    command can hand it to a program (``prog <&10``): neither can end a later command.
-    Anything but the expected line restarts the shell. Each command runs without the
-    socket's descriptor (``251>&-``), so the programs it starts see only 0-2, as in a
-    terminal, and a socket cannot be reopened through ``/proc``. Commands read /dev/null
-    as stdin and the control pipe is open only as bash's close-on-exec script descriptor,
-    so nothing they start can consume the protocol by accident.
+    The shell reads a tiny script from a control pipe: the trigger line of each command
+    (:mod:`taskgym.sandbox._commands`). All commands run at the shell's top level, as typed
+    in a terminal: ``declare`` makes globals that persist; a one-liner holding ``return``
+    takes the file path, where ``return`` ends the sourced file. The shell's original
+    stdout is its status socket (:mod:`taskgym.sandbox.shell_session`): a step is one write
+    and, most often, one wake-up to read one line. The shell's pid is learnt from the ready
+    line, when nothing else runs in the sandbox, and checked to be the child of
+    bubblewrap's init. A subshell holds bash's saved copy of the socket, and a command can
+    hand it to a program (``prog <&10``): neither can end a later command. Commands read
+    /dev/null as stdin and the control pipe is open only as bash's close-on-exec script
+    descriptor, so nothing they start can consume the protocol by accident. The sandbox
+    ends with its shell (bubblewrap's init is the pid namespace's), which closes the socket.
     """
 
     def __init__(self, backend: LocalBackend, spec: SandboxSpec, seed: Path | None) -> None:
         self.spec = spec
         self._backend = backend
         self._made_by = os.getpid()
-        self._lock = threading.Lock()
-        self._tag = b"__TG_" + secrets.token_hex(8).encode()
+        self._init_protocol()
         self._usage = ResourceUsage()
         self._root_fd = -1
         self._cmd_fd = -1
-        self._commands = CommandFile(-1)
-        self._out_fd = -1
-        self._err_fd = -1
-        self._out_off = 0
-        self._err_off = 0
         self._ctl = -1
         self._status_sock: socket.socket | None = None
-        self._seq = 0
-        self._shell_pid = 0  # the host pid of the shell, the one writer of status lines
         self._proc: Launched | None = None
-        self._restart_pending = False
-        self._driver = LoopDriver()
         self._disk = self._new_disk()
         self._boot(seed_dir=seed, seed_fd=None)
         _LIVE.add(self)
@@ -137,26 +90,15 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
         proc = launched.proc
         assert proc.stderr
         self._status_sock = status
-        self._status, self._bwrap_err = status.fileno(), proc.stderr.fileno()
+        self._bwrap_err = proc.stderr.fileno()
         status.setblocking(False)
         os.set_blocking(self._bwrap_err, False)
-        self._poll = select.poll()
-        self._poll.register(self._status, select.POLLIN)
-        self._driver.attach(self._status)
-        self._seq = 1  # the number the next status line must carry (the host's count)
-        self._shell_pid = 0  # learnt from the ready line: nothing else runs in the sandbox yet
-        fd = STATUS_FD
-        # the script is read from bash's own close-on-exec copy of the control pipe (255):
-        # the inherited one is closed, so no command can read (or write) the protocol
-        bootstrap = (
-            f"exec {ctl_r}<&- {fd}>&1 1>>{CONTROL_DIR}/o/out 2>>{CONTROL_DIR}/e/err\n"
-            f"__ts() {{ printf '{self._tag.decode()}%d %s\\n' \"$?\" \"$1\" >&{fd}"
-            " || exit 125; }\n"
-            "readonly -f __ts; set +o history; unset HISTFILE; umask 022\n"
-        )
+        self._attach_shell(status.fileno(), status.fileno(), 0)  # nothing else runs yet
+        # the script is read from bash's own close-on-exec copy of the control pipe (255)
+        bootstrap = self._bootstrap_script(ctl_r)
         old_fd = self._root_fd
         try:
-            ready = self._send(bootstrap.encode() + b"__ts 1\n", 10.0)
+            ready = self._send(bootstrap, 10.0)
             if ready.exit_code != 0 or ready.restarted:
                 raise SandboxError(f"the sandbox shell did not start: {ready.stderr}")
             if self._shell_pid not in children(launched.init_pid):
@@ -168,8 +110,9 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
                 self._cmd_fd = os.open("cmd", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644,
                                        dir_fd=control)
                 self._commands = CommandFile(self._cmd_fd)
-                self._out_fd = open_output("o/out", control)
-                self._err_fd = open_output("e/err", control)
+                self._out_fd, self._err_fd = (
+                    open_output(path.removeprefix(CONTROL_DIR + "/"), control)
+                    for path in OUTPUT_FILES)
                 self._out_off = self._err_off = 0
             finally:
                 os.close(control)
@@ -210,7 +153,7 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
             self._proc = None
         self._close_fds("_ctl", "_cmd_fd", "_out_fd", "_err_fd")  # the stopped shell's
         if self._status_sock is not None:
-            self._driver.detach()
+            self._detach_shell()
             self._status_sock.close()
             self._status_sock = None
 
@@ -258,165 +201,28 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
         with contextlib.suppress(Exception):
             self.close()
 
-    # -- commands ---------------------------------------------------------------------
-    def exec(self, command: str, timeout: float | None = None) -> ExecResult:
-        limit = timeout if timeout is not None else self.spec.command_timeout_sec
-        with self._lock:
-            return self._send(self._trigger(command), limit, killable=True)
+    # -- the protocol's hooks (taskgym.sandbox.shell_session) ------------------------------
+    def _running(self) -> bool:
+        return self._proc is not None
 
-    async def aexec(self, command: str, timeout: float | None = None) -> ExecResult:
-        """:meth:`exec` driven by the running event loop, any loop (:class:`LoopDriver`): no
-        thread; only the restart of a dead or hung shell (which starts a sandbox) runs in
-        the bounded pool. One command per session at a time: a second ``aexec`` while one
-        runs raises :class:`SandboxError`."""
-        limit = timeout if timeout is not None else self.spec.command_timeout_sec
-        if not self._lock.acquire(blocking=False):
-            raise SandboxError(CONCURRENT_AEXEC)
-        driver = self._driver
-        driver.job = None
-        try:
-            if self._restart_pending:  # an aexec was cancelled mid-command
-                await driver.in_pool(self._restart)
-            steps = self._protocol(self._trigger(command), limit, True)
-            try:
-                return await driver.run(steps)
-            except BaseException:  # cancelled mid-command: the shell's state is unknown
-                self._restart_pending = self._proc is not None
-                raise
-        finally:
-            job = driver.job
-            if job is not None and not job.done():  # cancelled while a thread works on it
-                job.add_done_callback(lambda _job: self._lock.release())
-            else:
-                self._lock.release()
-
-    def exec_plan(self, command: str, timeout: float | None = None) -> Plan[ExecResult]:
-        """:meth:`exec` as a plan that waits on the shell's status socket (read anew at each
-        wait: a restart replaces it); only what blocks (killing what a command started, a
-        restart, a restart left pending) is yielded as a call. One command per session at a time, as for
-        :meth:`aexec`; closed before its end (an interrupted driver), the shell is restarted
-        before the next command, its state being unknown."""
-        limit = timeout if timeout is not None else self.spec.command_timeout_sec
-        if not self._lock.acquire(blocking=False):
-            raise SandboxError(CONCURRENT_AEXEC)
-        try:
-            if self._restart_pending:  # a plan was closed mid-command: in the pool, as aexec's
-                yield self._restart
-            steps = self._protocol(self._trigger(command), limit, True)
-            answer: Any = None
-            while True:
-                try:
-                    request = steps.send(answer)
-                except StopIteration as stop:
-                    result: ExecResult = stop.value
-                    return result
-                try:
-                    answer = yield ((self._status, request) if isinstance(request, float)
-                                    else request)
-                except BaseException:
-                    steps.close()
-                    self._restart_pending = self._proc is not None
-                    raise
-        finally:
-            self._lock.release()
-
-    def _trigger(self, command: str) -> bytes:
-        """The next command's trigger line (the command file written), its number counted."""
-        if self._proc is None:
-            raise SandboxError("the session is stopped")
-        if self._restart_pending:
-            self._restart()
-        # the files are emptied only now and then: a command's output is what follows
-        # the offset read up to (output of background jobs shows up as in a terminal)
-        if self._out_off >= REWIND_AT:
-            os.ftruncate(self._out_fd, 0)
-            self._out_off = 0
-        if self._err_off >= REWIND_AT:
-            os.ftruncate(self._err_fd, 0)
-            self._err_off = 0
-        self._seq += 1
-        return self._commands.trigger(command, self._seq)
-
-    def _send(self, script: bytes, timeout: float, killable: bool = False) -> ExecResult:
-        """:meth:`_protocol`, driven by blocking on the session's ``poll`` object."""
-        return drive_blocking(self._protocol(script, timeout, killable), self._poll)
-
-    def _protocol(self, script: bytes, timeout: float, killable: bool) -> Steps:
-        """Write ``script`` to the shell, wait for its status line, read its output files.
-
-        ``killable`` enables the timeout and runaway-output kill of what the command
-        started, and the restart of a dead or hung shell; at boot neither happens.
-
-        The one state machine of a command, for both drivers of
-        :mod:`taskgym.sandbox.local.drivers` (whose docstring says what it yields).
-        """
-        started = time.monotonic()
-        deadline = started + timeout
-        since = started if killable else None
-        status = b""
-        code: int | None = None
-        timed_out = runaway = hung = dead = bad_status = False
-        give_up: float | None = None
+    def _write_script(self, script: bytes) -> str:
         try:
             _gil_held.write(self._ctl, script)
         except BrokenPipeError:
-            dead = True
+            return "dead"
         except BlockingIOError:  # the shell stopped reading its input: treat it as hung
-            hung = True
-        while not (dead or hung) and code is None:
-            now = time.monotonic()
-            wait_until = give_up if give_up is not None else deadline
-            if now >= wait_until:
-                if give_up is not None or since is None:
-                    hung = True
-                    break
-                timed_out = True
-                yield functools.partial(kill_started, self._proc, since)
-                give_up = now + 2.0
-                continue
-            # wake up now and then to stop runaway output; a quick command answers first
-            if not (yield min(wait_until - now, RUNAWAY_CHECK_SEC)):
-                if not runaway and since is not None and output_full(self.spec, self._out_fd, self._err_fd):
-                    runaway = True
-                    yield functools.partial(kill_started, self._proc, since)
-                continue
-            chunk, writer = read_status(self._status)
-            if not chunk:  # the shell is gone
-                dead = True
-                break
-            if writer != self._shell_pid:
-                if self._shell_pid or since is not None:  # another process wrote it
-                    bad_status = hung = True
-                    break
-                self._shell_pid = writer  # the ready line
-            status += chunk
-            try:
-                code = parse_status(status, self._tag, self._seq)
-            except BadStatus:
-                bad_status = hung = True  # the agent's doing: a fresh shell, as for a hung one
-        restarted = dead or hung
-        bwrap_err = b""
-        if dead and self._proc is not None:
-            code, bwrap_err = yield functools.partial(dead_shell, self._proc, self._bwrap_err)
-        cap = self.spec.output_limit_bytes
-        out, self._out_off, out_cut = read_capped(self._out_fd, self._out_off, cap)
-        err, self._err_off, err_cut = read_capped(self._err_fd, self._err_off, cap)
-        if (not runaway and since is not None
-                and (out_cut or err_cut or self.spec.stream_limit_bytes <= REWIND_AT + cap)
-                and output_full(self.spec, self._out_fd, self._err_fd)):
-            runaway = True  # the writer met the full file and gave up before the next check
-        if runaway:
-            err += output_cap_note(self.spec.stream_limit_bytes)
-        if bad_status:
-            err += BAD_STATUS_NOTE
-        if restarted and since is not None:
-            yield self._restart
-        return ExecResult(
-            stdout=out, stderr=err + bwrap_err.decode("utf-8", errors="replace"),
-            exit_code=124 if timed_out else -1 if code is None or bad_status else code,
-            duration_sec=time.monotonic() - started, timed_out=timed_out,
-            truncated=runaway or out_cut or err_cut, restarted=restarted,
-        )
+            return "hung"
+        return ""
+
+    def _killer(self, since: float) -> Callable[[], None]:
+        return functools.partial(_kill_started, self._proc, since)
+
+    def _reaper(self) -> Callable[[], tuple[int | None, bytes]]:
+        assert self._proc is not None
+        return functools.partial(_dead_shell, self._proc, self._bwrap_err)
+
+    def _shell_gone(self) -> bool:
+        return self._proc is None or self._proc.proc.poll() is not None
 
     # -- snapshots (taskgym.sandbox.snapshot) --------------------------------------------
     def _control_path(self) -> str:
@@ -439,6 +245,31 @@ class LocalSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
                 return
             self._shutdown_processes()
             self._boot(seed_dir=None, seed_fd=None)
+
+def _kill_started(proc: Launched | None, since: float) -> None:
+    """SIGKILL every process of the sandbox ``proc`` started at or after ``since`` (monotonic)."""
+    if proc is None:
+        return
+    since_tick = ticks_at(since)
+    keep = {proc.init_pid, proc.proc.pid}
+    keep.update(children(proc.init_pid))  # the shell itself
+    for pid in descendants(proc.init_pid):  # the whole pid namespace: orphans go to its init
+        start = start_tick(pid)
+        if pid not in keep and start is not None and start >= since_tick:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+def _dead_shell(proc: Launched, bwrap_err: int) -> tuple[int | None, bytes]:
+    """The exit status of a dead shell's sandbox ``proc`` and what bubblewrap wrote on
+    ``bwrap_err`` (blocks up to a second)."""
+    code: int | None = None
+    said = b""
+    with contextlib.suppress(subprocess.TimeoutExpired, OSError):
+        code = proc.proc.wait(timeout=1.0)
+    with contextlib.suppress(OSError):
+        said = os.read(bwrap_err, 65536)
+    return code, said
+
 
 _LIVE: weakref.WeakSet[LocalSession] = weakref.WeakSet()
 

@@ -1,24 +1,19 @@
-"""The pieces of the local session's command protocol that need no session: reading the
-status line and the output files, spotting runaway output, killing what a command started
-(:class:`~taskgym.sandbox.local.session.LocalSession` uses them)."""
+"""The pieces of the shell sessions' command protocol that need no session: the status
+socket and its read with the writer's pid, the status line's parser, the output files and
+the runaway-output check (:class:`~taskgym.sandbox.shell_session.ShellSession` uses them)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import socket
-import subprocess
 
 from taskgym.sandbox import _gil_held
 from taskgym.sandbox._commands import STATUS_MAX, BadStatus
 from taskgym.sandbox.base import SandboxSpec
-from taskgym.sandbox.local.launch import Launched
 from taskgym.sandbox.output import join_cut
-from taskgym.sandbox.procs import children, descendants, start_tick, ticks_at
 
-__all__ = ["REWIND_AT", "RUNAWAY_CHECK_SEC", "dead_shell", "kill_started", "open_output",
-           "output_full", "parse_status", "read_capped", "read_status", "status_socket"]
+__all__ = ["REWIND_AT", "RUNAWAY_CHECK_SEC", "open_output", "output_full", "parse_status",
+           "read_capped", "read_status", "status_socket"]
 
 RUNAWAY_CHECK_SEC = 0.25
 """How often a running command's output files are checked against the stream limit."""
@@ -73,30 +68,6 @@ def output_full(spec: SandboxSpec, out_fd: int, err_fd: int) -> bool:
     """Whether the command filled its stdout or stderr file (runaway output)."""
     full = spec.stream_limit_bytes - 4096  # a tmpfs is full to the page
     return any(os.fstat(fd).st_size >= full for fd in (out_fd, err_fd))
-
-def kill_started(proc: Launched | None, since: float) -> None:
-    """SIGKILL every process of the sandbox ``proc`` started at or after ``since`` (monotonic)."""
-    if proc is None:
-        return
-    since_tick = ticks_at(since)
-    keep = {proc.init_pid, proc.proc.pid}
-    keep.update(children(proc.init_pid))  # the shell itself
-    for pid in descendants(proc.init_pid):  # the whole pid namespace: orphans go to its init
-        start = start_tick(pid)
-        if pid not in keep and start is not None and start >= since_tick:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-
-def dead_shell(proc: Launched, bwrap_err: int) -> tuple[int | None, bytes]:
-    """The exit status of a dead shell's sandbox ``proc`` and what bubblewrap wrote on
-    ``bwrap_err`` (blocks up to a second)."""
-    code: int | None = None
-    said = b""
-    with contextlib.suppress(subprocess.TimeoutExpired, OSError):
-        code = proc.proc.wait(timeout=1.0)
-    with contextlib.suppress(OSError):
-        said = os.read(bwrap_err, 65536)
-    return code, said
 
 def open_output(name: str, control: int) -> int:
     """The host's descriptor of an output file; without access-time updates where allowed
