@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -327,3 +328,32 @@ def test_a_backend_crosses_into_worker_processes(docker_backend: DockerBackend) 
         assert copy.deepcopy(docker_backend) is docker_backend  # make() copies its arguments
     finally:
         clone.close()
+
+
+def test_threads_calling_the_engine_at_once_share_one_connection_pool(
+        docker_backend: DockerBackend) -> None:
+    """Requests for many different containers from 16 threads at once (as 16 envs resetting
+    together make them) all get their answer: docker-py keyed its connection pools by URL in
+    an LRU of 25 and closed the evicted ones while other threads read from them (an
+    ``AttributeError`` out of urllib3, now and then out of a vector env's reset)."""
+    import docker.errors
+
+    api = docker_backend.api
+    errors: list[BaseException] = []
+
+    def inspect_many(thread: int) -> None:
+        for number in range(20):
+            try:
+                api.inspect_container(f"taskgym-absent-{thread}-{number}")
+            except docker.errors.NotFound:
+                pass
+            except BaseException as exc:  # noqa: BLE001 - what the test looks for
+                errors.append(exc)
+
+    threads = [threading.Thread(target=inspect_many, args=(i,)) for i in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors[:3]
+    assert len(api.adapters["http+docker://"].pools) == 1  # one pool for the engine, reused

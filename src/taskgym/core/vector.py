@@ -5,7 +5,8 @@ default for every taskgym id) and :func:`taskgym.make_vec` make one. A sandbox s
 mostly waiting on the sandbox, so one process steps them all, without pickling observations
 across pipes, two ways (``stepping``):
 
-- ``"loop"`` (the default when the sub-envs' sandboxes are local): the calling thread steps
+- ``"loop"`` (the default when the sub-envs' sandboxes are local or docker ones, whose
+  shells are waited on with no thread: :data:`LOOP_BACKENDS`): the calling thread steps
   every sub-env at once, each step a plan (:meth:`~taskgym.core.env.TaskEnv.poll_step`) and
   all of them driven by one ``poll`` loop (:func:`~taskgym.sandbox.plans.drive_plans`): the
   sandboxes' answers are waited for together, with no event-loop machinery and no thread
@@ -14,10 +15,10 @@ across pipes, two ways (``stepping``):
   block), and a sub-env whose ``step`` is its own (a wrapper of the user's, a domain's
   override) or whose wrappers still have a check to make (Gymnasium's first-step check). It
   costs the least host CPU per sub-step (docs/benchmarks.md, vector envs).
-- ``"threads"`` (the default for other sandboxes: docker's ``aexec`` runs in the bounded
-  pool anyway): each sub-env is always stepped by the same thread (the calling thread steps
-  the first share itself), so no env is ever used from two threads at once; the wait on a
-  sandbox lets the GIL go.
+- ``"threads"`` (the default for other sandboxes, whose commands may only block): each
+  sub-env is always stepped by the same thread (the calling thread steps the first share
+  itself), so no env is ever used from two threads at once; the wait on a sandbox lets the
+  GIL go.
 
 It follows Gymnasium's :class:`~gymnasium.vector.VectorEnv` conventions: autoreset modes
 (``NEXT_STEP`` by default, in ``metadata["autoreset_mode"]``), infos as a dict of arrays with
@@ -40,6 +41,9 @@ from taskgym.core.vector_stepping import LoopStepper, Step, Threads
 __all__ = ["TaskVectorEnv"]
 
 STEPPING = ("threads", "loop")
+LOOP_BACKENDS = frozenset({"local", "docker"})
+"""Backends whose sessions' plans wait on descriptors (``Session.exec_plan``): the loop is
+their default stepping (docs/benchmarks.md, vector envs)."""
 """How a vector env steps its sub-envs (see the module's docstring)."""
 
 
@@ -56,8 +60,8 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
             loop does not take with ``stepping="loop"``; ``None``: one per sub-env. With
             fewer, each steps its sub-envs one after another.
         stepping: ``"threads"`` or ``"loop"`` (see the module's docstring); ``None``: the
-            loop when the sub-envs' sandboxes are local ones (whose shells the loop drives
-            with no thread), else the threads. :attr:`stepping` says which.
+            loop when the sub-envs' sandboxes are local or docker ones (whose shells the
+            loop drives with no thread), else the threads. :attr:`stepping` says which.
         **env_kwargs: keyword arguments of every sub-env (``tasks``, ``sandbox``,
             ``max_steps``...), as :func:`taskgym.make` takes them.
     """
@@ -87,7 +91,7 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
         first = self.envs[0]
         if stepping is None:
             backend = getattr(first.unwrapped, "backend", None)
-            stepping = "loop" if getattr(backend, "name", None) == "local" else "threads"
+            stepping = "loop" if getattr(backend, "name", None) in LOOP_BACKENDS else "threads"
         self.stepping = stepping
         """How the sub-envs are stepped: ``"loop"`` or ``"threads"``."""
         self.metadata = {**first.metadata, "autoreset_mode": self.autoreset_mode}

@@ -144,7 +144,7 @@ class Session(abc.ABC):
 
         This default runs :meth:`exec` in the bounded shared pool
         (:mod:`taskgym.sandbox.blocking`); a backend whose shell the loop can drive
-        overrides it (the local session does, with no thread at all).
+        overrides it (the local and docker sessions do, with no thread at all).
         """
         if not self._async_guard.acquire(blocking=False):
             raise SandboxError(CONCURRENT_AEXEC)
@@ -158,8 +158,8 @@ class Session(abc.ABC):
         at once in one thread (a vector env's sub-steps): the same result.
 
         This default yields one blocking :meth:`exec`, which the driver runs in the bounded
-        pool; a backend whose shell can be waited on overrides it (the local session yields
-        waits on its status socket).
+        pool; a backend whose shell can be waited on overrides it (the local and docker
+        sessions yield waits on the shell's status socket).
         """
         result: ExecResult = yield functools.partial(self.exec, command, timeout)
         return result

@@ -54,6 +54,37 @@ _ENGINE_HINT = (
     "then build the images with `taskgym images build`.")
 
 
+ENGINE_CONNECTIONS = 64
+"""Connections to the engine kept for reuse (more are opened when more threads call at once)."""
+
+
+def engine_client() -> Any:
+    """A Docker SDK client of the engine ``DOCKER_HOST`` names, whose connections over a Unix
+    socket are pooled for the engine, not for each request's URL.
+
+    docker-py (7.1) keys its Unix-socket adapter's connection pools by the whole URL, in an LRU
+    of 25 that closes what it evicts: every request for a new container opened a new
+    connection, and 16 threads starting containers at once evicted and closed pools that other
+    threads were still reading from (an ``AttributeError`` out of urllib3, out of ``reset``).
+    One pool for the engine reuses connections and is never evicted."""
+    import docker
+    from docker.transport.unixconn import UnixHTTPAdapter
+
+    class EnginePool(UnixHTTPAdapter):  # type: ignore[misc]
+        def get_connection(self, url: str, proxies: Any = None) -> Any:
+            return super().get_connection("http+docker://localhost", proxies)
+
+    client = docker.from_env(timeout=120, max_pool_size=ENGINE_CONNECTIONS)
+    api = client.api
+    adapter = api.adapters.get("http+docker://")
+    if isinstance(adapter, UnixHTTPAdapter):
+        api.mount("http+docker://", EnginePool(f"http+unix://{adapter.socket_path}", api.timeout,
+                                               pool_connections=1,
+                                               max_pool_size=ENGINE_CONNECTIONS))
+        adapter.close()
+    return client
+
+
 def _owner() -> str:
     return session_name().rsplit("-", 1)[0]
 
@@ -78,9 +109,7 @@ class DockerBackend(Backend):
         problem = self.check()
         if problem:
             raise SandboxUnavailableError(problem)
-        import docker
-
-        self.client = docker.from_env(timeout=120)
+        self.client = engine_client()
         self.api = self.client.api
         self.owner = _owner()
         self._images: dict[str, str] = {}
@@ -274,11 +303,8 @@ def _forget_parent_in_child() -> None:
     connections are not shared), an owner and a pool of its own, and ``sandbox="docker"``
     makes the child's own shared backend."""
     _SHARED.clear()
-    inherited = list(LIVE_BACKENDS)
-    if inherited:
-        import docker
-    for backend in inherited:
-        backend.client = docker.from_env(timeout=120)
+    for backend in list(LIVE_BACKENDS):
+        backend.client = engine_client()
         backend.api = backend.client.api
         backend.owner = _owner()
         backend.pool = Pool(backend, backend.pool.size)
