@@ -55,10 +55,13 @@ from taskgym.sandbox.protocol import (
 )
 from taskgym.sandbox.snapshot import SnapshotSupport
 
-__all__ = ["OUTPUT_FILES", "ShellSession"]
+__all__ = ["OUTPUT_FILES", "OUTPUT_NAMES", "ShellSession"]
 
-OUTPUT_FILES = (f"{CONTROL_DIR}/o/out", f"{CONTROL_DIR}/e/err")
-"""The shell's stdout and stderr, each alone on a tmpfs sized at the stream limit."""
+OUTPUT_NAMES = ("o/out", "e/err")
+"""The shell's stdout and stderr in :data:`CONTROL_DIR`, each alone on a tmpfs (its folder)
+sized at the stream limit."""
+OUTPUT_FILES = tuple(f"{CONTROL_DIR}/{name}" for name in OUTPUT_NAMES)
+"""The same as paths in the sandbox."""
 
 
 class ShellSession(SnapshotSupport, _fs.WorkspaceFiles, Session):

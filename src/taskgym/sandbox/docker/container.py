@@ -28,7 +28,7 @@ from taskgym.sandbox.booting import JobThread
 from taskgym.sandbox.cleanup import owner_alive
 from taskgym.sandbox.docker.status_helper import HELPER_INSIDE, StatusListener, install_helper
 from taskgym.sandbox.procs import SANDBOX_UID, children, sandbox_processes, start_tick
-from taskgym.sandbox.shell_session import OUTPUT_FILES
+from taskgym.sandbox.shell_session import OUTPUT_NAMES
 
 __all__ = ["KEEPER_UID", "LABEL", "OWNER_LABEL", "SHELL_ENV", "SHELL_PATH", "Container", "Shape", "Shell",
            "configured_path", "quote", "reap_containers", "removals_pending", "remove_later",
@@ -85,8 +85,8 @@ class Container:
             CONTROL_DIR: f"size={CONTROL_MB * mb},uid={SANDBOX_UID},gid={SANDBOX_UID},mode=0700",
         }
         tmpfs[os.path.dirname(HELPER_INSIDE)] = "size=2m,mode=0755,exec"  # root's: filled below
-        for path in OUTPUT_FILES:  # each alone on a tmpfs, so a runaway command fills only it
-            tmpfs[os.path.dirname(path)] = (f"size={shape.stream_bytes},uid={SANDBOX_UID},"
+        for name in OUTPUT_NAMES:  # each alone on a tmpfs, so a runaway command fills only it
+            tmpfs[f"{CONTROL_DIR}/{os.path.dirname(name)}"] = (f"size={shape.stream_bytes},uid={SANDBOX_UID},"
                                             f"gid={SANDBOX_UID},mode=0700")
         for path in shape.writable_dirs:
             tmpfs[path] = f"size={shape.tmp_mb * mb},uid={SANDBOX_UID},gid={SANDBOX_UID},mode=0755"
@@ -98,7 +98,6 @@ class Container:
             security_opt=["no-new-privileges", f"seccomp={seccomp_profile()}"],
             pids_limit=shape.pids, mem_limit=memory, memswap_limit=memory, read_only=True,
             tmpfs=tmpfs, init=True, auto_remove=True, privileged=False,
-
             nano_cpus=None if shape.cpus is None else round(shape.cpus * 1e9))
         config = api.create_container_config(
             shape.image, command=["/bin/sh", "-c", "exec cat >/dev/null"],

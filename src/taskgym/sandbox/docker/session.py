@@ -18,7 +18,7 @@ from taskgym.sandbox.base import ResourceUsage, SandboxSpec
 from taskgym.sandbox.docker.container import Container, Shell, quote
 from taskgym.sandbox.procs import SANDBOX_UID, ticks_at
 from taskgym.sandbox.protocol import open_output
-from taskgym.sandbox.shell_session import OUTPUT_FILES, ShellSession
+from taskgym.sandbox.shell_session import OUTPUT_NAMES, ShellSession
 
 if TYPE_CHECKING:
     from taskgym.sandbox.docker.backend import DockerBackend
@@ -61,14 +61,11 @@ class DockerSession(ShellSession):
                 self._cmd_fd = os.open("cmd", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644,
                                        dir_fd=control)
                 self._commands = CommandFile(self._cmd_fd)
-                for path in OUTPUT_FILES:  # the shell's, made before it opens them
-                    name = path.removeprefix(CONTROL_DIR + "/")
+                for name in OUTPUT_NAMES:  # the shell's, made before it opens them
                     os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644,
                                      dir_fd=control))
                     os.chown(name, SANDBOX_UID, SANDBOX_UID, dir_fd=control)
-                self._out_fd, self._err_fd = (
-                    open_output(path.removeprefix(CONTROL_DIR + "/"), control)
-                    for path in OUTPUT_FILES)
+                self._out_fd, self._err_fd = (open_output(name, control) for name in OUTPUT_NAMES)
             finally:
                 os.close(control)
             if seed is not None:

@@ -37,6 +37,7 @@ HELPER_INSIDE = "/.taskgym-bin/status-connect"
 """Where every container has the helper, on a tmpfs of its own that only root may write."""
 
 _SOURCE = Path(__file__).with_name("status_connect.c")
+_CFLAGS = ("-static", "-Os", "-s", "-Wall")
 _UCRED = struct.Struct("=iII")  # struct ucred: pid, uid, gid
 
 
@@ -48,7 +49,8 @@ def helper_binary() -> str:
     source = _SOURCE.read_bytes()
     folder = runtime_root() / "bin"
     folder.mkdir(mode=0o755, exist_ok=True)
-    target = folder / f"status-connect-{hashlib.sha256(source).hexdigest()[:16]}"
+    key = hashlib.sha256(source + " ".join(_CFLAGS).encode()).hexdigest()[:16]
+    target = folder / f"status-connect-{key}"  # a new build for a new source or new flags
     if target.is_file():
         return str(target)
     compiler = shutil.which("cc") or shutil.which("gcc")
@@ -58,7 +60,7 @@ def helper_binary() -> str:
             "needs a C compiler and the static C library: `apt-get install gcc libc6-dev`")
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
         built = Path(tmp) / "status-connect"
-        done = subprocess.run([compiler, "-static", "-Os", "-s", "-Wall", "-o", str(built), str(_SOURCE)],
+        done = subprocess.run([compiler, *_CFLAGS, "-o", str(built), str(_SOURCE)],
                               capture_output=True, text=True)
         if done.returncode != 0:
             raise SandboxUnavailableError(

@@ -24,7 +24,7 @@ from taskgym.sandbox.local.launch import Launched, LocalBackend
 from taskgym.sandbox.os_errors import resource_error
 from taskgym.sandbox.procs import children, descendants, start_tick, ticks_at
 from taskgym.sandbox.protocol import open_output, status_socket
-from taskgym.sandbox.shell_session import OUTPUT_FILES, ShellSession
+from taskgym.sandbox.shell_session import OUTPUT_NAMES, ShellSession
 
 __all__ = ["LocalSession"]
 
@@ -110,9 +110,7 @@ class LocalSession(ShellSession):
                 self._cmd_fd = os.open("cmd", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644,
                                        dir_fd=control)
                 self._commands = CommandFile(self._cmd_fd)
-                self._out_fd, self._err_fd = (
-                    open_output(path.removeprefix(CONTROL_DIR + "/"), control)
-                    for path in OUTPUT_FILES)
+                self._out_fd, self._err_fd = (open_output(name, control) for name in OUTPUT_NAMES)
                 self._out_off = self._err_off = 0
             finally:
                 os.close(control)
