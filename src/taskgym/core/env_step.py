@@ -90,11 +90,11 @@ class EnvStepping:
 
     async def astep(self, action: Any) -> StepResult:
         """:meth:`step` for asyncio, with the same observations. A tool's ``arun`` is
-        awaited (``bash`` drives the local sandbox from the event loop, with no thread);
-        a tool without one, and grading, run in the bounded pool. One step of an env at a
-        time: a second ``astep`` while one runs is an error observation. Never raises for
-        anything the agent sends. A subclass that overrides :meth:`step` has it run as it
-        is, in the pool."""
+        awaited (``bash`` drives a local or docker sandbox's shell from the event loop, with
+        no thread); a tool without one, and grading, run in the bounded pool. One step of an
+        env at a time: a second ``astep`` while one runs is an error observation. Never
+        raises for anything the agent sends. A subclass that overrides :meth:`step` has it
+        run as it is, in the pool."""
         if type(self).step is not EnvStepping.step:
             return await run_blocking(self.step, action)
         plan = self.step_plan(action)
