@@ -13,13 +13,14 @@ from taskgym.core import shared_memory as _shared_memory  # noqa: F401  (registe
 from taskgym.core.checks import check_task_env
 from taskgym.core.env import TaskEnv
 from taskgym.core.registry import list_envs, make, make_vec, register
-from taskgym.core.reward import RewardResult
+from taskgym.core.reward import FailureClass, RewardResult, Verdict
 from taskgym.core.spaces import ToolCallSpace, UnicodeText
 from taskgym.core.task import FolderTaskSet, GeneratedTaskSet, Limits, Task, TaskSet, load_task
 from taskgym.core.tool import Tool, ToolResult, parse_action
 from taskgym.errors import (
     ConfigError,
     MissingDependencyError,
+    NoVerdictError,
     SandboxError,
     SandboxTimeout,
     SandboxUnavailableError,
@@ -36,10 +37,12 @@ __all__ = [
     "ConfigError",
     "EpisodeRecord",
     "EvalResults",
+    "FailureClass",
     "FolderTaskSet",
     "GeneratedTaskSet",
     "Limits",
     "MissingDependencyError",
+    "NoVerdictError",
     "RewardResult",
     "SandboxError",
     "SandboxTimeout",
@@ -54,6 +57,7 @@ __all__ = [
     "ToolResult",
     "UnicodeText",
     "UnknownEnvError",
+    "Verdict",
     "VerifierError",
     "__version__",
     "check_task_env",

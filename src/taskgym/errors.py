@@ -13,6 +13,7 @@ TaskgymError
 │   ├── SandboxPathError(ConfigError)   a path the file tools refuse (outside, a link, a fifo)
 │   └── SandboxFileError(OSError)       a file operation of the sandbox failed (missing, full)
 └── VerifierError(RuntimeError)         grading itself failed (not the agent's answer)
+    └── NoVerdictError                  an episode ended with no verdict (make(on_no_verdict="raise"))
 ```
 
 Each message says what to do about it.
@@ -23,6 +24,7 @@ from __future__ import annotations
 __all__ = [
     "ConfigError",
     "MissingDependencyError",
+    "NoVerdictError",
     "SandboxError",
     "SandboxFileError",
     "SandboxPathError",
@@ -96,3 +98,17 @@ class SandboxFileError(SandboxError, OSError):
 
 class VerifierError(TaskgymError, RuntimeError):
     """Grading failed for a reason other than the agent's work."""
+
+
+class NoVerdictError(VerifierError):
+    """An episode ended with no verdict: the environment failed, not the policy (raised by
+    ``step`` instead of returning the episode's end when the env was made with
+    ``on_no_verdict="raise"``). ``failure`` is the class (a
+    :class:`taskgym.core.reward.FailureClass` value), ``reason`` what happened and what fixes it,
+    ``result`` the :class:`~taskgym.core.reward.RewardResult` (``verdict == "none"``)."""
+
+    def __init__(self, message: str, *, failure: str, reason: str, result: object = None) -> None:
+        super().__init__(message)
+        self.failure = failure
+        self.reason = reason
+        self.result = result
