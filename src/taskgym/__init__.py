@@ -30,6 +30,7 @@ from taskgym.errors import (
     VerifierError,
 )
 from taskgym.evaluation import EpisodeRecord, EvalResults, evaluate, run_episode
+from taskgym.integrations.tool_calls import parse_tool_calls
 
 __version__ = "0.1.0"
 
@@ -67,6 +68,7 @@ __all__ = [
     "make",
     "make_vec",
     "parse_action",
+    "parse_tool_calls",
     "register",
     "rollouts",
     "run_episode",

@@ -1,0 +1,45 @@
+"""What trainers that run taskgym in their own process share.
+
+- :mod:`~taskgym.integrations.tool_methods`: one class per env id whose functions are
+  exactly the env's tools, typed and documented from their JSON schemas (what TRL's
+  ``environment_factory`` and ``transformers.utils.get_json_schema`` read);
+- :mod:`~taskgym.integrations.tool_calls`: :func:`parse_tool_calls`, a model's text to
+  taskgym actions, for the tool-call formats of today's chat templates.
+
+This package sits above the core: it uses taskgym's public API and core, and nothing in
+the core imports it (``taskgym.parse_tool_calls`` is re-exported at the top).
+"""
+
+from taskgym.integrations.tool_calls import (
+    STYLES,
+    ToolCallError,
+    ToolCallParse,
+    ToolCallStyle,
+    parse_tool_calls,
+)
+from taskgym.integrations.tool_methods import (
+    LOST_KEYWORDS,
+    NO_DESCRIPTION,
+    RESERVED_NAMES,
+    EnvTools,
+    env_of,
+    env_tools,
+    tool_class,
+    tool_method,
+)
+
+__all__ = [
+    "EnvTools",
+    "LOST_KEYWORDS",
+    "NO_DESCRIPTION",
+    "RESERVED_NAMES",
+    "STYLES",
+    "ToolCallError",
+    "ToolCallParse",
+    "ToolCallStyle",
+    "env_of",
+    "env_tools",
+    "parse_tool_calls",
+    "tool_class",
+    "tool_method",
+]
