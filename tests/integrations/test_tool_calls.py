@@ -55,6 +55,16 @@ def test_xml_values_typed_by_the_schema() -> None:
     assert actions(parse_tool_calls(text))[0][1]["frames"] == "7"
 
 
+def test_reasoning_the_template_opened_in_the_prompt() -> None:
+    # Qwen3.5-think and Nemotron put <think> in the prompt: the reply only closes it
+    drafted = parse_tool_calls('maybe <tool_call>{"name": "a", "arguments": {}}</tool_call>?\n</think>\n'
+                               '<tool_call>{"name": "b", "arguments": {}}</tool_call>')
+    assert actions(drafted) == [("b", {})] and drafted.text.startswith("maybe <tool_call>")
+    # a </think> inside a call's text, with no reasoning before it, is the call's text
+    inside = parse_tool_calls('<tool_call>{"name": "w", "arguments": {"c": "</think>"}}</tool_call>')
+    assert actions(inside) == [("w", {"c": "</think>"})]
+
+
 def test_xml_without_closing_function_tag_and_with_openai_specs() -> None:
     tools = [t.openai() for t in GAME_TOOLS]
     parsed = parse_tool_calls("<tool_call><function=write_file><parameter=executable>True"

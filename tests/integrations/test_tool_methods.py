@@ -225,3 +225,15 @@ def test_a_real_episode_through_the_methods() -> None:
         assert bad.startswith("error:") and "comand" in bad
     finally:
         env.close()
+
+
+@pytest.mark.sandbox
+def test_the_trainers_page_examples_run() -> None:
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "trainers.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in page.split("```python\n")[1:]]
+    runnable = [b for b in blocks if b.startswith(("import ", "from "))]
+    assert len(runnable) == 2
+    for block in runnable:
+        exec(compile(block, "docs/trainers.md", "exec"), {})

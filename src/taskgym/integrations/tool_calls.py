@@ -128,7 +128,7 @@ def _scan(text: str, style: str) -> tuple[str, list[Found]]:
     if style == "harmony" or (style == "auto" and ("<|message|>" in text
                                                    or "<|channel|>" in text)):
         return "harmony", scan_harmony(text, 0)
-    start = _after_reasoning(text)
+    start = _after_reasoning(text, style)
     if style == "llama" or (style == "auto" and OPEN not in text[start:]
                             and is_llama_call(text, start)):
         return "llama", scan_llama(text, start)
@@ -140,15 +140,22 @@ def _scan(text: str, style: str) -> tuple[str, list[Found]]:
     return style, scan_tagged(text, start, style)
 
 
-def _after_reasoning(text: str) -> int:
+def _after_reasoning(text: str, style: str) -> int:
     """Where the reply's answer starts: after the first ``</think>`` when it closes a
-    ``<think>`` (or the template opened the block in the prompt, so the reply has no
-    ``<think>`` before it); else 0."""
+    ``<think>``, or when the template opened the block in the prompt (the reply has no
+    ``<think>``) and the ``</think>`` is not text inside a call; else 0."""
     close = text.find("</think>")
     if close == -1:
         return 0
     opened = text.find("<think>")
-    return close + len("</think>") if opened == -1 or opened < close else 0
+    if opened != -1:
+        return close + len("</think>") if opened < close else 0
+    first_call = text.find(OPEN)
+    if first_call == -1 or close < first_call:
+        return close + len("</think>")
+    kind = style if style in ("hermes", "xml", "glm") else None
+    inside = any(f.start <= close < f.end for f in scan_tagged(text, 0, kind))
+    return 0 if inside else close + len("</think>")
 
 
 def _parameters_by_name(tools: Iterable[Tool | Mapping[str, Any]] | None) -> dict[str, Any]:
