@@ -172,6 +172,8 @@ def test_no_calls_and_a_bad_style() -> None:
     with pytest.raises(ConfigError, match="unknown tool-call style"):
         parse_tool_calls("x", "mistral")  # type: ignore[arg-type]
     assert parse_tool_calls(b"bytes").errors[0].message == "the reply is not text"  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="a tool must be"):
+        parse_tool_calls("x", tools=["bash"])  # type: ignore[list-item]
 
 
 @pytest.mark.parametrize(("raw", "schema", "value"), [
