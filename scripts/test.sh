@@ -38,8 +38,9 @@ if ! wait "$fresh_pid"; then
     exit 1
 fi
 tail -n 1 "$fresh_log"
-TASKGYM_REQUIRE_SANDBOX=1 python3 -m pytest -m "not docker" "$@"
+TASKGYM_REQUIRE_SANDBOX=1 python3 -m pytest -m "not docker and not trainers" "$@"
 ./scripts/test_unprivileged.sh
+./scripts/test_integrations.sh  # the trainers' shared core against the real packages, in its own venv
 
 # -- docker backend: engine, offline images, then every docker-marked test (none may skip) --
 if ! wait "$setup_pid"; then
