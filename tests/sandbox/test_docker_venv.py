@@ -27,9 +27,6 @@ from taskgym.sandbox.docker.images import NAMESPACE_ARG, NAMESPACE_VARIABLE, doc
 
 pytestmark = pytest.mark.docker
 
-VERSION = f"python{sys.version_info.major}.{sys.version_info.minor}"
-
-
 @pytest.fixture()
 def namespace(docker_backend: DockerBackend, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     name = f"taskgym-test-venv-{os.getpid()}"
@@ -44,14 +41,19 @@ def namespace(docker_backend: DockerBackend, monkeypatch: pytest.MonkeyPatch) ->
                     client.images.remove(tag, force=True)
 
 
-@pytest.fixture()
-def venv() -> Iterator[Path]:
-    """A venv outside /tmp (which containers cover) with one package of its own."""
+@pytest.fixture(params=["this", "system"])
+def venv(request: pytest.FixtureRequest) -> Iterator[Path]:
+    """A venv outside /tmp (which containers cover) with one package of its own, made from
+    the interpreter running the tests (its files packed into the image) or from the system's
+    /usr/bin/python3 (the image's own /usr, from the same Debian suite)."""
+    base = sys.executable if request.param == "this" else "/usr/bin/python3"
+    if not os.path.isfile(base):
+        pytest.skip(f"no {base} here")
     folder = Path(tempfile.mkdtemp(prefix="taskgym-venv-", dir="/var/tmp"))
     folder.chmod(0o755)
     try:
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
-        site = folder / "lib" / VERSION / "site-packages"
+        subprocess.run([base, "-m", "venv", "--without-pip", str(folder)], check=True)
+        site, = (folder / "lib").glob("python3*/site-packages")
         (site / "venvprobe").mkdir()
         (site / "venvprobe" / "__init__.py").write_text("WHERE = 'the venv'\n")
         (site / "venvprobe-1.0.dist-info").mkdir()
@@ -95,7 +97,7 @@ def test_a_venvs_image_reaches_its_packages(docker_backend: DockerBackend, names
     assert host_python_mismatch(client, python) is None
     other = host_python_mismatch(client, sys.executable)
     assert other is not None and f"packed from {python}" in other, other
-    later = venv / "lib" / VERSION / "site-packages" / "newer-1.0.dist-info"
+    later = next((venv / "lib").glob("python3*/site-packages")) / "newer-1.0.dist-info"
     later.mkdir()
     os.utime(later, (time.time() + 60, time.time() + 60))  # installed after the image
     stale = host_python_mismatch(client, python)
