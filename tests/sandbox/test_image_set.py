@@ -5,6 +5,7 @@ package installed since (its labels), and doctor says so."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -144,3 +145,18 @@ def test_a_mismatched_host_python_image_is_renewed(recorded: list[str],
     lines: list[str] = []
     list(image_set.build_images(client, ["host-python"], log=lines.append))
     assert recorded == ["host-python"] and "packed from x" in lines[0]
+
+
+@pytest.mark.usefixtures("view")
+def test_another_name_of_the_same_interpreter_matches(tmp_path: Path) -> None:
+    """``python`` and ``python3`` of one venv are one interpreter; its base's is another."""
+    (tmp_path / "base" / "bin").mkdir(parents=True)
+    (tmp_path / "venv" / "bin").mkdir(parents=True)
+    real = tmp_path / "base" / "bin" / "python3.11"
+    real.write_text("")
+    (tmp_path / "venv" / "bin" / "python3").symlink_to(real)
+    (tmp_path / "venv" / "bin" / "python").symlink_to("python3")
+    client = fake_client({"taskgym/host-python": {PYTHON_LABEL: str(tmp_path / "venv/bin/python3"),
+                                                  PACKAGES_LABEL: "2000"}})
+    assert host_python_mismatch(client, str(tmp_path / "venv" / "bin" / "python")) is None
+    assert host_python_mismatch(client, str(real)) is not None

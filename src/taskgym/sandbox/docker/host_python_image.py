@@ -95,7 +95,7 @@ def host_python_mismatch(client: Any, python: str | None = None) -> str | None:
     packed = labels.get(PYTHON_LABEL)
     if packed is None:
         return "it records no interpreter (made by an older taskgym)"
-    if packed != executable:
+    if not _same_interpreter(packed, executable):
         return f"it was packed from {packed}, not from {executable}, the Python running taskgym"
     try:
         packed_at = float(labels.get(PACKAGES_LABEL, "0"))
@@ -106,6 +106,13 @@ def host_python_mismatch(client: Any, python: str | None = None) -> str | None:
         return (f"packages were installed into {executable} since it was packed "
                 f"({time.strftime('%Y-%m-%d %H:%M', time.localtime(installed_at))})")
     return None
+
+
+def _same_interpreter(first: str, second: str) -> bool:
+    """The same file, started from the same folder (``python`` and ``python3`` of one venv are;
+    a venv's and its base's, though the same file, are not: each finds other packages)."""
+    return (os.path.dirname(os.path.abspath(first)) == os.path.dirname(os.path.abspath(second))
+            and os.path.realpath(first) == os.path.realpath(second))
 
 
 def _host_libraries(shown: tuple[str, ...]) -> list[str]:
