@@ -173,8 +173,8 @@ def cmd_images_build(args: argparse.Namespace) -> int:
     client = docker.from_env(timeout=600)
     targets = image_targets(args.env_id)
     failed = []
-    with tqdm(total=len(targets), unit="image", desc="taskgym images", file=sys.stderr,
-              dynamic_ncols=True) as bar:
+    with tqdm(total=len(targets), desc="taskgym images", file=sys.stderr, dynamic_ncols=True,
+              bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}]") as bar:
         for outcome in build_images(client, targets, rebuild_base=args.rebuild_base,
                                     rebuild_python=args.env_id == HOST_PYTHON_TARGET,
                                     log=lambda line: tqdm.write(line, file=sys.stderr)):
