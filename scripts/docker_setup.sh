@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Make the docker backend usable here, idempotently: install the engine and debootstrap,
-# start dockerd if no engine answers, and build the taskgym images offline (skipped when
-# present). If it starts dockerd, it writes dockerd's pid to $TASKGYM_DOCKERD_PIDFILE (when
-# set) so the caller can stop exactly that process. Needs root.
+# The administrator's step of the docker backend, idempotently: install the engine and
+# debootstrap, and start dockerd if no engine answers. Needs root (sudo). It touches no
+# Python: the images are built afterwards by `taskgym images build`, run from the Python that
+# will run taskgym (a venv's, say), because the host-python image is packed from that very
+# interpreter and its packages. If it starts dockerd, it writes dockerd's pid to
+# $TASKGYM_DOCKERD_PIDFILE (when set) so the caller can stop exactly that process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,7 +13,6 @@ if ! command -v dockerd >/dev/null || ! command -v debootstrap >/dev/null; then
     apt-get update -qq
     apt-get install -y -qq docker.io debootstrap >/dev/null
 fi
-python3 -c "import docker" 2>/dev/null || python3 -m pip install -q 'docker>=7'
 
 if ! docker info >/dev/null 2>&1; then
     log="${TMPDIR:-/tmp}/taskgym-dockerd.log"
@@ -27,6 +28,6 @@ if ! docker info >/dev/null 2>&1; then
     docker info >/dev/null 2>&1 || { echo "dockerd did not answer in 30 s; see $log" >&2; exit 1; }
 fi
 
-# every env's image (cad-cadquery-v0 and finance-pdf-v0 start from the large host-python image,
-# built first)
-PYTHONPATH=src python3 -m taskgym images build
+echo "docker engine ready. Now build the images from the Python that will run taskgym (a venv's,"
+echo "with taskgym[docker] and the envs' extras): taskgym images build, or with sudo:"
+echo '  sudo "$(command -v python3)" -m taskgym images build    # see docs/docker.md'

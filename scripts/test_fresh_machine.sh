@@ -2,7 +2,9 @@
 # The README's first command, verbatim, as on a fresh machine: in a fresh clone of this
 # repository (its committed HEAD: commit first) with a fresh venv first on PATH. The
 # command is read from README.md (the first line of its first ```bash block), so the two
-# cannot drift; this script fails when the command does. Run by scripts/test.sh.
+# cannot drift; this script fails when the command does. Run by scripts/test.sh. Its docker
+# variant (a fresh venv with the extras, every image built from it, the oracle on docker) is
+# scripts/test_docker_venv.sh.
 #   TASKGYM_FRESH_KEEP=1 keeps the clone and venv (their folder is printed) for a look.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -51,14 +51,19 @@ def _docker_problem() -> str | None:
     if problem is None:
         import docker
 
-        from taskgym.sandbox.docker.images import BASE_IMAGE, env_ids_with_images, env_image
+        from taskgym.sandbox.docker.images import (
+            BASE_IMAGE,
+            env_ids_with_images,
+            env_image,
+            local_tag,
+        )
 
         client = docker.from_env()
         try:
             have = {tag for image in client.images.list() for tag in image.tags}
         finally:
             client.close()
-        wanted = [BASE_IMAGE] + [env_image(env_id) for env_id in env_ids_with_images()]
+        wanted = [local_tag(BASE_IMAGE)] + [local_tag(env_image(e)) for e in env_ids_with_images()]
         missing = [tag for tag in wanted if f"{tag}:latest" not in have]
         if missing:
             problem = f"images {', '.join(missing)} are missing: run `taskgym images build`"

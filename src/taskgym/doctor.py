@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 
 __all__ = ["Check", "leftovers_check", "run_checks"]
@@ -83,30 +84,47 @@ def _docker_checks() -> list[Check]:
     problem = DockerBackend.check()
     if problem is not None:
         return [Check("sandbox: docker", False, problem.split(". ")[0],
-                      "sudo scripts/docker_setup.sh (installs docker.io and debootstrap, starts "
-                      "dockerd, builds the images)", optional=True)]
+                      "sudo scripts/docker_setup.sh (the administrator's step: installs docker.io "
+                      "and debootstrap, starts dockerd), then, from the Python that runs "
+                      "taskgym: taskgym images build", optional=True)]
     import docker
 
+    from taskgym.sandbox.docker.host_python_image import host_python_mismatch
     from taskgym.sandbox.docker.images import (
         BASE_IMAGE,
         HOST_PYTHON_IMAGE,
         env_ids_with_images,
         env_image,
+        local_tag,
     )
 
     client = docker.from_env()
     try:
         version = client.version().get("Version", "?")
         have = {tag for image in client.images.list() for tag in image.tags}
+        mismatch = host_python_mismatch(client)
     finally:
         client.close()
     checks = [Check("sandbox: docker", True, f"engine {version} reachable", optional=True)]
     wanted = [(BASE_IMAGE, ""), *((env_image(e), e) for e in env_ids_with_images()),
               (HOST_PYTHON_IMAGE, "host-python")]
-    for tag, env_id in wanted:
+    for image, env_id in wanted:
+        tag = local_tag(image)
         present = f"{tag}:latest" in have
         checks.append(Check(f"docker image: {tag}", present, "built" if present else "missing",
                             f"taskgym images build {env_id}".rstrip(), optional=True))
+    if f"{local_tag(HOST_PYTHON_IMAGE)}:latest" in have and mismatch is None:
+        checks.append(Check("docker: host-python matches this Python", True,
+                            f"packed from {sys.executable} after its newest package",
+                            optional=True))
+    elif mismatch is not None:
+        checks.append(Check(
+            "docker: host-python matches this Python", False,
+            f"{local_tag(HOST_PYTHON_IMAGE)} does not match {sys.executable}: {mismatch}; the env "
+            "images built on it run another Python's packages",
+            "taskgym images build (from this Python: it renews host-python and the env images "
+            "on it; another Python's images can live beside, see TASKGYM_IMAGE_NAMESPACE in "
+            "docs/docker.md)", optional=True))
     return checks
 
 

@@ -254,25 +254,27 @@ def test_an_image_keeps_its_own_path(docker_backend: DockerBackend, tmp_path: Pa
 
 def test_images_build_and_doctor_report_the_images(capsys: pytest.CaptureFixture[str]) -> None:
     from taskgym.cli.main import main
+    from taskgym.sandbox.docker.images import local_tag
 
     assert main(["images", "build", "coding-terminal-v0"]) == 0  # present: a cached rebuild
     capsys.readouterr()
     assert main(["doctor"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    for name in ("sandbox: docker", "docker image: taskgym/base",
-                 "docker image: taskgym/coding-terminal-v0"):
+    for name in ("sandbox: docker", f"docker image: {local_tag('taskgym/base')}",
+                 f"docker image: {local_tag('taskgym/coding-terminal-v0')}"):
         assert any(line.startswith("ok ") and name in line for line in lines), (name, lines)
 
 
 def test_host_python_image_carries_the_installation_but_not_taskgym(
         docker_backend: DockerBackend, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The mechanism, on a small stand-in installation (the real one is gigabytes)."""
-    import taskgym.sandbox.docker.backend as docker_module
-    import taskgym.sandbox.docker.images as images
+    """The mechanism, on a small stand-in installation (the real one is gigabytes), in an
+    image namespace of its own (the base tagged into it)."""
+    import taskgym.sandbox.docker.host_python_image as host_python_image
 
     prefix = Path(tempfile.mkdtemp(prefix="taskgym-fake-python-", dir="/var/tmp"))
     prefix.chmod(0o755)  # as an installation is
-    tag = "taskgym/host-python-test"
+    namespace = f"taskgym-test-{os.getpid()}"
+    client = docker_backend.client
     try:
         (prefix / "bin").mkdir()
         interpreter = prefix / "bin" / "python3"
@@ -282,11 +284,10 @@ def test_host_python_image_carries_the_installation_but_not_taskgym(
         (prefix / "lib" / "taskgym" / "answers.py").write_text("ANSWER = 42\n")
         (prefix / "lib" / "pkg.py").write_text("X = 1\n")
         view = PythonView(str(interpreter), (str(prefix),), (str(prefix / "lib" / "taskgym"),))
-        monkeypatch.setattr(images, "host_python_view", lambda: view)
-        monkeypatch.setattr(images, "HOST_PYTHON_IMAGE", tag)
-        monkeypatch.setattr(docker_module, "HOST_PYTHON_IMAGE", tag)
-        monkeypatch.setattr(sys, "executable", str(interpreter))
-        images.build_host_python(docker_backend.client, log=lambda *_: None)
+        monkeypatch.setattr(host_python_image, "python_view", lambda _executable: view)
+        monkeypatch.setenv("TASKGYM_IMAGE_NAMESPACE", namespace)
+        client.images.get("taskgym/base").tag(f"{namespace}/base")
+        host_python_image.build_host_python(client, str(interpreter), log=lambda *_: None)
         backend = DockerBackend(pool_size=0)
         with backend.start(SandboxSpec(host_python=True)) as box:
             out = box.exec(f"python3; cat {prefix}/lib/pkg.py; ls {prefix}/lib/taskgym 2>&1").stdout
@@ -295,8 +296,9 @@ def test_host_python_image_carries_the_installation_but_not_taskgym(
         assert "No such file" in out, f"taskgym's package went into the image: {out}"
     finally:
         shutil.rmtree(prefix)
-        with contextlib.suppress(Exception):
-            docker_backend.client.images.remove(tag, force=True)
+        for name in ("host-python", "base"):
+            with contextlib.suppress(Exception):
+                client.images.remove(f"{namespace}/{name}", force=True)
 
 
 @pytest.mark.parametrize("env_id", sorted(taskgym.list_envs()))

@@ -1,14 +1,26 @@
-"""Image helpers that need no engine: the mirror from apt sources, folder hashes, pruning."""
+"""Image helpers that need no engine: the mirror from apt sources, folder hashes, pruning,
+the image namespace, how the env images reach their Python."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from taskgym.errors import SandboxUnavailableError
+from taskgym.errors import ConfigError, SandboxUnavailableError
+from taskgym.paths import envs_dir
 from taskgym.sandbox.docker.container import SHELL_PATH, configured_path
-from taskgym.sandbox.docker.images import _prune, apt_mirror, folder_hash
+from taskgym.sandbox.docker.images import (
+    NAMESPACE_VARIABLE,
+    _prune,
+    apt_mirror,
+    base_images,
+    env_ids_with_images,
+    env_image,
+    folder_hash,
+    local_tag,
+)
 
 
 def test_mirror_from_one_line_sources(tmp_path: Path) -> None:
@@ -62,13 +74,13 @@ def test_prune_leaves_no_homes_secrets_or_accounts(tmp_path: Path) -> None:
 def test_an_interpreter_under_tmp_is_refused_for_the_host_python_image(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Every container mounts its own empty /tmp, which would hide such a copy."""
-    import taskgym.sandbox.docker.images as images
+    import taskgym.sandbox.docker.host_python_image as host_python_image
     from taskgym.sandbox.host_python import PythonView
 
     view = PythonView("/tmp/venv/bin/python3", ("/opt/python/lib", "/tmp/venv/bin"), ())
-    monkeypatch.setattr(images, "host_python_view", lambda: view)
+    monkeypatch.setattr(host_python_image, "python_view", lambda _executable: view)
     with pytest.raises(SandboxUnavailableError, match="lies under /tmp"):
-        images.build_host_python(client=None)
+        host_python_image.build_host_python(client=None, python=view.executable)
 
 
 def test_the_configured_path_is_the_images_last_path_entry() -> None:
@@ -76,3 +88,28 @@ def test_the_configured_path_is_the_images_last_path_entry() -> None:
     assert configured_path(["PATH=/a", "PATH=/b"]) == "/b"  # as the engine applies them
     for empty in ([], ["LANG=C"], ["PATH="], ["NOTPATH=/a"]):
         assert configured_path(empty) == SHELL_PATH
+
+
+def test_image_tags_follow_the_namespace(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(NAMESPACE_VARIABLE, raising=False)
+    assert local_tag("taskgym/host-python") == "taskgym/host-python"
+    monkeypatch.setenv(NAMESPACE_VARIABLE, "me/venv-a")
+    assert local_tag("taskgym/host-python") == "me/venv-a/host-python"
+    assert local_tag(env_image("mesh-trimesh-v0")) == "me/venv-a/mesh-trimesh-v0"
+    assert local_tag("debian:12") == "debian:12"  # not one of taskgym's
+    monkeypatch.setenv(NAMESPACE_VARIABLE, "Not A Name")
+    with pytest.raises(ConfigError, match=NAMESPACE_VARIABLE):
+        local_tag("taskgym/base")
+
+
+@pytest.mark.parametrize("env_id", env_ids_with_images())
+def test_env_images_reach_python_through_the_images_path(env_id: str) -> None:
+    """A venv's python3 started through a link in another folder does not find its pyvenv.cfg
+    (nor its packages): no Dockerfile links it elsewhere, each starts from the namespace's
+    images (the build argument), and the host-python image's PATH leads to it."""
+    dockerfile = envs_dir() / env_id / "Dockerfile"
+    text = dockerfile.read_text()
+    assert not re.search(r"\bln\b[^\n]*python", text), f"{dockerfile} links python3 elsewhere"
+    parents = base_images(dockerfile)
+    assert parents in (["taskgym/base"], ["taskgym/host-python"]), parents
+    assert re.search(r"(?m)^FROM \$\{TASKGYM_IMAGES\}/", text), f"{dockerfile}: FROM not namespaced"

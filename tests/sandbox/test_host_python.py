@@ -17,7 +17,12 @@ import pytest
 
 from taskgym.paths import envs_dir
 from taskgym.sandbox import SandboxSpec
-from taskgym.sandbox.host_python import host_python_view
+from taskgym.sandbox.host_python import (
+    PythonView,
+    host_python_view,
+    packages_installed_at,
+    python_view,
+)
 from taskgym.sandbox.local import LocalBackend
 
 pytestmark = pytest.mark.sandbox
@@ -166,9 +171,38 @@ def test_no_taskgym_installation_is_visible_from_a_venv_under_tmp(
 def test_an_interpreter_inside_the_workspace_is_refused(
         local_backend: LocalBackend, monkeypatch: pytest.MonkeyPatch) -> None:
     from taskgym.errors import ConfigError
-    from taskgym.sandbox.host_python import PythonView
 
     monkeypatch.setattr("taskgym.sandbox.local.command_line.host_python_view",
                         lambda: PythonView("/app/venv/bin/python3", ("/app/venv",), ()))
     with pytest.raises(ConfigError, match="keeps for itself"):
         local_backend.argv(SandboxSpec(host_python=True), 0, 0, 0, (0, 0))
+
+
+def test_a_venvs_view_leaves_out_its_bases_packages(tmp_path: Path) -> None:
+    """A venv does not import from its base's site-packages: they stay out of its view (and of
+    the host-python image packed from it, gigabytes when the base has the extras too)."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    view = python_view(str(venv / "bin" / "python3"))
+    own = os.path.realpath(venv / "lib" / VERSION / "site-packages")
+    assert view.packages == (own,), view.packages
+    stdlib = os.path.realpath(sysconfig.get_paths(vars={"installed_base": sys.base_prefix})[
+        "stdlib"])
+    base_site = os.path.join(stdlib, "site-packages")
+    if not (os.path.isdir(base_site) and any(p == stdlib or stdlib.startswith(p + "/")
+                                             for p in view.binds)):
+        pytest.skip(f"the base's stdlib ({stdlib}) is not shown from outside /usr here")
+    assert base_site in view.hidden, (view.binds, view.hidden)
+
+
+def test_packages_are_dated_by_the_newest_distribution_but_taskgym(tmp_path: Path) -> None:
+    site = tmp_path / "site-packages"
+    for name, when in (("alpha-1.0.dist-info", 100), ("beta-2.0.dist-info", 200),
+                       ("gamma-0.1-py3.11.egg-info", 150), ("taskgym-0.1.0.dist-info", 900)):
+        (site / name).mkdir(parents=True)
+        os.utime(site / name, (when, when))
+    (site / "loose_module.py").write_text("")
+    os.utime(site / "loose_module.py", (800, 800))  # not a distribution's record
+    view = PythonView("/x/bin/python3", (str(site),), (), (str(site), str(tmp_path / "gone")))
+    assert packages_installed_at(view) == 200
+    assert packages_installed_at(PythonView("/x/bin/python3", (), ())) == 0

@@ -161,27 +161,34 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def cmd_images_build(args: argparse.Namespace) -> int:
     import docker
+    from tqdm import tqdm
 
     from taskgym.errors import SandboxUnavailableError
     from taskgym.sandbox.docker import DockerBackend
-    from taskgym.sandbox.docker.images import (
-        build_base,
-        build_env_image,
-        build_host_python,
-        env_ids_with_images,
-    )
+    from taskgym.sandbox.docker.image_set import HOST_PYTHON_TARGET, build_images, image_targets
 
     problem = DockerBackend.check()
     if problem is not None:
         raise SandboxUnavailableError(problem)
     client = docker.from_env(timeout=600)
-    build_base(client, force=args.rebuild_base)
-    if args.env_id == "host-python":
-        build_host_python(client)
-        return 0
-    for env_id in [args.env_id] if args.env_id else env_ids_with_images():
-        build_env_image(client, env_id)
-    return 0
+    targets = image_targets(args.env_id)
+    failed = []
+    with tqdm(total=len(targets), desc="taskgym images", file=sys.stderr, dynamic_ncols=True,
+              bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}]") as bar:
+        for outcome in build_images(client, targets, rebuild_base=args.rebuild_base,
+                                    rebuild_python=args.env_id == HOST_PYTHON_TARGET,
+                                    log=lambda line: tqdm.write(line, file=sys.stderr)):
+            bar.update()
+            if outcome.error is not None:
+                failed.append(outcome)
+                tqdm.write(f"FAILED {outcome.tag} ({outcome.target}): {outcome.error}",
+                           file=sys.stderr)
+    for outcome in failed:
+        print(f"FAILED {outcome.tag}: {outcome.error.splitlines()[0] if outcome.error else ''}",
+              file=sys.stderr)
+    print(f"{len(targets) - len(failed)} of {len(targets)} images ready"
+          f"{'' if not failed else f'; {len(failed)} failed (their causes are above)'}")
+    return 1 if failed else 0
 
 
 def cmd_task_check(args: argparse.Namespace) -> int:
@@ -276,10 +283,14 @@ def build_parser() -> argparse.ArgumentParser:
     images = sub.add_parser("images", help="container images of the docker backend")
     images_sub = images.add_subparsers(dest="images_command", required=True)
     build = images_sub.add_parser(
-        "build", help="build taskgym/base offline (debootstrap + docker import), then the "
-                      "image of one env or of every env with an envs/<id>/Dockerfile")
-    build.add_argument("env_id", nargs="?", help="an env id, or host-python: the image for "
-                       "envs that use taskgym's own Python and its packages (large)")
+        "build", help="build taskgym/base offline (debootstrap + docker import), the "
+                      "host-python image of the Python running this command when an env needs "
+                      "it (renewed when made from another Python or before a package installed "
+                      "since), then the image of one env or of every env with an "
+                      "envs/<id>/Dockerfile; a failed image does not stop the others "
+                      "(exit status 1); tags in $TASKGYM_IMAGE_NAMESPACE (default taskgym)")
+    build.add_argument("env_id", nargs="?", help="an env id, or host-python: (re)build the "
+                       "image for envs that use taskgym's own Python and its packages (large)")
     build.add_argument("--rebuild-base", action="store_true",
                        help="run debootstrap again even if taskgym/base exists")
     build.set_defaults(func=cmd_images_build)

@@ -5,7 +5,8 @@ Only what that interpreter needs is shown, read-only and at the same paths: the 
 its executable, each prefix's ``pyvenv.cfg`` and the shared libraries at the top of its
 ``lib/``, and the folders of its default import path (``python3 -I``: the standard library,
 ``lib-dynload`` and every ``site-packages``, with what their ``.pth`` files add). The rest
-of an installation (``src/`` checkouts, ``share/``, a user site, ``PYTHONPATH``) stays out,
+of an installation (``src/`` checkouts, ``share/``, a user site, ``PYTHONPATH``, and a venv's
+base's ``site-packages``, which the venv does not import from) stays out,
 and so does every import path entry outside the interpreter's prefixes (an editable install's
 ``src/``, taskgym's or another project's): no host folder beyond the installation goes in.
 
@@ -32,13 +33,14 @@ from pathlib import Path
 from taskgym.errors import ConfigError
 from taskgym.paths import cache_dir, envs_dir
 
-__all__ = ["PythonView", "host_python_view", "python_view"]
+__all__ = ["PythonView", "host_python_view", "packages_installed_at", "python_view"]
 
 _QUERY = ("import json, sys; print(json.dumps({'prefixes': [sys.prefix, sys.base_prefix, "
           "sys.exec_prefix, sys.base_exec_prefix], 'path': sys.path}))")
 _SYSTEM_PYTHON = ("/usr/lib/python3", "/usr/lib64/python3")
 """Where the distribution's Python packages lie in the sandbox's ``/usr`` (searched too)."""
 _METADATA_SUFFIXES = (".dist-info", ".egg-info", ".egg")
+_SITE_FOLDERS = ("site-packages", "dist-packages")
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,8 @@ class PythonView:
     """Folders and files shown read-only at the same path, none inside another."""
     hidden: tuple[str, ...]
     """Folders inside ``binds`` (or the sandbox's ``/usr``) covered by an empty folder."""
+    packages: tuple[str, ...] = ()
+    """The ``site-packages`` (and ``dist-packages``) folders on the interpreter's import path."""
 
 
 @functools.cache
@@ -80,9 +84,36 @@ def python_view(executable: str) -> PythonView:
         if real and os.path.exists(real) and any(_within(real, prefix) for prefix in prefixes):
             binds.add(real)
     shown = _outermost(path for path in binds if not _in_system_usr(path))
-    hidden = _hidden_in([*shown, *_system_python_dirs()])
+    on_path = {os.path.realpath(entry) for entry in info["path"] if entry}
+    unused = [os.path.join(entry, name) for entry in on_path for name in _SITE_FOLDERS
+              if os.path.isdir(os.path.join(entry, name))
+              and os.path.join(entry, name) not in on_path
+              and any(_within(entry, top) for top in shown)]  # a venv's base's packages
+    hidden = _outermost([*_hidden_in([*shown, *_system_python_dirs()]), *unused])
     shown = tuple(path for path in shown if not any(_within(path, h) for h in hidden))
-    return PythonView(executable, shown, hidden)
+    packages = tuple(sorted(path for path in on_path
+                            if os.path.basename(path) in _SITE_FOLDERS and os.path.isdir(path)))
+    return PythonView(executable, shown, hidden, packages)
+
+
+def packages_installed_at(view: PythonView) -> float:
+    """When the newest distribution in ``view``'s ``site-packages`` was installed (the newest
+    modification time of their ``.dist-info`` / ``.egg-info`` folders; taskgym's own left out,
+    as it never goes into a sandbox); 0 when there is none."""
+    newest = 0.0
+    for folder in view.packages:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.endswith(_METADATA_SUFFIXES) and not entry.name.startswith(
+                    ("taskgym-", "taskgym.")):
+                try:
+                    newest = max(newest, entry.stat(follow_symlinks=False).st_mtime)
+                except OSError:
+                    continue
+    return newest
 
 
 def _shared_libraries(lib: Path) -> list[str]:

@@ -38,6 +38,7 @@ from taskgym.sandbox.docker.images import (
     HOST_PYTHON_IMAGE,
     folder_image,
     image_exists,
+    local_tag,
 )
 from taskgym.sandbox.docker.pool import Pool
 from taskgym.sandbox.docker.prestart import DockerPrestarted
@@ -164,16 +165,17 @@ class DockerBackend(Backend):
 
     def image(self, spec: SandboxSpec) -> str:
         """The image tag for ``spec`` (a folder with a Dockerfile is built on first use;
-        without an image, ``host_python`` asks for the image holding taskgym's Python)."""
+        without an image, ``host_python`` asks for the image holding taskgym's Python; a
+        ``taskgym/`` name is looked up in ``$TASKGYM_IMAGE_NAMESPACE``: ``images.local_tag``)."""
         wanted = spec.image or (HOST_PYTHON_IMAGE if spec.host_python else BASE_IMAGE)
         if wanted not in self._images:
             if wanted.startswith("/"):
                 self._images[wanted] = folder_image(self.client, Path(wanted))
-            elif image_exists(self.client, wanted):
-                self._images[wanted] = wanted
+            elif image_exists(self.client, local_tag(wanted)):
+                self._images[wanted] = local_tag(wanted)
             else:
                 raise SandboxUnavailableError(
-                    f"the image {wanted} is not built; run `taskgym images build"
+                    f"the image {local_tag(wanted)} is not built; run `taskgym images build"
                     f"{' ' + wanted.removeprefix('taskgym/') if wanted != BASE_IMAGE else ''}`")
         return self._images[wanted]
 

@@ -8,9 +8,17 @@
 * ``taskgym/host-python``: the base plus a copy of what a local sandbox shows of the Python
   that runs taskgym (its executable, shared libraries and import path, every taskgym
   installation and task folder left out: :mod:`taskgym.sandbox.host_python`), at the same
-  paths, for envs whose spec asks for ``host_python`` (CadQuery, pdfplumber...).
+  paths, for envs whose spec asks for ``host_python`` (CadQuery, pdfplumber...):
+  :mod:`taskgym.sandbox.docker.host_python_image`.
 * A task folder's own ``environment/Dockerfile`` (Harbor / Terminal-Bench): built on first
   use and tagged ``taskgym/task:<hash of the folder>``, so a changed folder gets a new image.
+
+The names above are canonical; the tags on this engine replace their ``taskgym/`` with
+``$TASKGYM_IMAGE_NAMESPACE`` when it is set (:func:`local_tag`), so that two interpreters on
+one machine can each keep a set of images made from their own Python (an env's Dockerfile
+starts ``FROM ${TASKGYM_IMAGES}/...``, a build argument set to that namespace). The
+host-python image records the interpreter it was packed from and the install time of its
+newest package in labels (:mod:`taskgym.sandbox.docker.host_python_image`).
 """
 
 from __future__ import annotations
@@ -27,24 +35,30 @@ from typing import Any
 
 from taskgym.errors import ConfigError, SandboxUnavailableError
 from taskgym.paths import envs_dir
-from taskgym.sandbox.host_python import host_python_view
 
 __all__ = [
     "BASE_IMAGE",
     "BASE_PACKAGES",
     "HOST_PYTHON_IMAGE",
+    "NAMESPACE_VARIABLE",
     "apt_mirror",
     "build_base",
     "build_env_image",
-    "build_host_python",
+    "docker_build",
     "env_image",
     "env_ids_with_images",
     "folder_image",
     "image_exists",
+    "image_namespace",
+    "local_tag",
 ]
 
 BASE_IMAGE = "taskgym/base"
 HOST_PYTHON_IMAGE = "taskgym/host-python"
+NAMESPACE_VARIABLE = "TASKGYM_IMAGE_NAMESPACE"
+"""Names the repository prefix of this engine's taskgym images (default ``taskgym``)."""
+NAMESPACE_ARG = "TASKGYM_IMAGES"
+"""The build argument that carries the namespace into an env's Dockerfile's ``FROM``."""
 STAGE_SCRIPT = "stage.sh"
 """An env folder's optional script that adds host files to a copy of the folder (its one argument)
 before the offline build: what no registry can supply, such as a system package's binary."""
@@ -69,8 +83,26 @@ def image_exists(client: Any, tag: str) -> bool:
     return True
 
 
+def image_namespace() -> str:
+    """``$TASKGYM_IMAGE_NAMESPACE``, else ``taskgym``: the repository prefix of the images."""
+    namespace = os.environ.get(NAMESPACE_VARIABLE) or "taskgym"
+    if not re.fullmatch(r"[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*",
+                        namespace):
+        raise ConfigError(f"{NAMESPACE_VARIABLE}={namespace!r} is not a docker repository "
+                          "prefix: lowercase letters, digits and . _ - / between them")
+    return namespace
+
+
+def local_tag(image: str) -> str:
+    """The tag on this engine of the canonical ``image`` (``taskgym/...`` moves to the
+    namespace; any other name is left as it is)."""
+    if image.startswith("taskgym/"):
+        return f"{image_namespace()}/{image.removeprefix('taskgym/')}"
+    return image
+
+
 def env_image(env_id: str) -> str:
-    """The image tag of a registered env."""
+    """The image tag of a registered env (its canonical name: see :func:`local_tag`)."""
     return f"taskgym/{env_id}"
 
 
@@ -104,9 +136,10 @@ def apt_mirror(sources: Path = Path("/etc/apt")) -> tuple[str, str]:
 
 def build_base(client: Any, force: bool = False, log: Any = print) -> str:
     """Build ``taskgym/base`` with debootstrap and ``docker import`` (needs root)."""
-    if not force and image_exists(client, BASE_IMAGE):
-        log(f"{BASE_IMAGE}: present")
-        return BASE_IMAGE
+    tag = local_tag(BASE_IMAGE)
+    if not force and image_exists(client, tag):
+        log(f"{tag}: present")
+        return tag
     debootstrap = shutil.which("debootstrap")
     if debootstrap is None:
         raise SandboxUnavailableError(
@@ -114,16 +147,16 @@ def build_base(client: Any, force: bool = False, log: Any = print) -> str:
     mirror, suite = apt_mirror()
     with tempfile.TemporaryDirectory(prefix="taskgym-base-") as tmp:
         root = Path(tmp) / "root"
-        log(f"{BASE_IMAGE}: debootstrap {suite} (this takes a few minutes)")
+        log(f"{tag}: debootstrap {suite} (this takes a few minutes)")
         subprocess.run([debootstrap, "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
                         suite, str(root), mirror], check=True, stdout=subprocess.DEVNULL)
         _prune(root)
         archive = Path(tmp) / "root.tar"
         subprocess.run(["tar", "-C", str(root), "--numeric-owner", "-cf", str(archive), "."],
                        check=True)
-        log(f"{BASE_IMAGE}: docker import")
-        client.api.import_image_from_file(str(archive), repository=BASE_IMAGE, tag="latest")
-    return BASE_IMAGE
+        log(f"{tag}: docker import")
+        client.api.import_image_from_file(str(archive), repository=tag, tag="latest")
+    return tag
 
 
 def _prune(root: Path) -> None:
@@ -143,20 +176,23 @@ def _prune(root: Path) -> None:
 
 def build_env_image(client: Any, env_id: str, log: Any = print) -> str:
     """Build ``envs/<env_id>/Dockerfile`` (no network during the build), building first the
-    base image, and the host-python image when the Dockerfile starts from it."""
+    base image when it is missing (the host-python image, which some Dockerfiles start from,
+    is :func:`taskgym.sandbox.docker.host_python_image.build_host_python`'s)."""
     folder = envs_dir() / env_id
     if not (folder / "Dockerfile").is_file():
         raise ConfigError(f"{folder} has no Dockerfile; envs with images: "
                           f"{', '.join(env_ids_with_images()) or 'none'}")
-    if not image_exists(client, BASE_IMAGE):
+    if not image_exists(client, local_tag(BASE_IMAGE)):
         build_base(client, log=log)
-    parents = re.findall(r"(?im)^\s*FROM\s+(\S+)", (folder / "Dockerfile").read_text())
-    if HOST_PYTHON_IMAGE in parents and not image_exists(client, HOST_PYTHON_IMAGE):
-        build_host_python(client, log=log)  # envs whose tools need taskgym's Python packages
-    tag = env_image(env_id)
+    if HOST_PYTHON_IMAGE in base_images(folder / "Dockerfile") and not image_exists(
+            client, local_tag(HOST_PYTHON_IMAGE)):  # envs whose tools need taskgym's packages
+        raise SandboxUnavailableError(
+            f"{env_id} starts from {local_tag(HOST_PYTHON_IMAGE)}, which is not built: "
+            "`taskgym images build host-python` (`taskgym images build` builds it first)")
+    tag = local_tag(env_image(env_id))
     if not (folder / STAGE_SCRIPT).is_file():
         log(f"{tag}: docker build {folder}")
-        _build(client, folder, tag)
+        docker_build(client, folder, tag, {NAMESPACE_ARG: image_namespace()})
         return tag
     with tempfile.TemporaryDirectory(prefix="taskgym-stage-") as tmp:
         context = Path(tmp) / "context"
@@ -168,70 +204,8 @@ def build_env_image(client: Any, env_id: str, log: Any = print) -> str:
             raise SandboxUnavailableError(f"{folder / STAGE_SCRIPT} failed: "
                                           f"{(staged.stderr or staged.stdout)[-2000:]}")
         log(f"{tag}: docker build {folder} (with what {STAGE_SCRIPT} staged)")
-        _build(client, context, tag)
+        docker_build(client, context, tag, {NAMESPACE_ARG: image_namespace()})
     return tag
-
-
-def build_host_python(client: Any, log: Any = print) -> str:
-    """Build ``taskgym/host-python``: the base plus this interpreter's view (see
-    :mod:`taskgym.sandbox.host_python`: what a local sandbox shows of it, taskgym left out)."""
-    view = host_python_view()
-    under_tmp = [path for path in view.binds if path == "/tmp" or path.startswith("/tmp/")]
-    if under_tmp:
-        raise SandboxUnavailableError(
-            f"the Python running taskgym lies under /tmp ({under_tmp[0]}), which every container "
-            "covers with its own empty /tmp; make the image from an interpreter installed "
-            "elsewhere (e.g. `python3 -m venv ~/.venvs/taskgym`)")
-    if not image_exists(client, BASE_IMAGE):
-        build_base(client, log=log)
-    log(f"{HOST_PYTHON_IMAGE}: finding the system libraries its extension modules load")
-    libraries = _missing_in_base(client, _host_libraries(view.binds))
-    with tempfile.TemporaryDirectory(prefix="taskgym-host-python-") as tmp:
-        context = Path(tmp)
-        (context / "libraries.txt").write_text("".join(f"{path.lstrip('/')}\n" for path in libraries))
-        log(f"{HOST_PYTHON_IMAGE}: packing {len(view.binds)} folders and files of "
-            f"{view.executable} (without taskgym) and {len(libraries)} system libraries the "
-            "base lacks")
-        subprocess.run(["tar", "-C", "/", "-cf", str(context / "python.tar"),
-                        *(f"--exclude={path.lstrip('/')}" for path in view.hidden),
-                        *(path.lstrip("/") for path in view.binds),
-                        "-T", str(context / "libraries.txt")], check=True)
-        (context / "libraries.txt").unlink()
-        (context / "Dockerfile").write_text(
-            f"FROM {BASE_IMAGE}\nADD python.tar /\nLABEL org.taskgym.host-python=\"1\"\n"
-            f"ENV PATH={Path(view.executable).parent}:/usr/local/bin:/usr/bin:/bin\n")
-        log(f"{HOST_PYTHON_IMAGE}: docker build")
-        _build(client, context, HOST_PYTHON_IMAGE)
-    return HOST_PYTHON_IMAGE
-
-
-def _host_libraries(shown: tuple[str, ...]) -> list[str]:
-    """Shared libraries outside ``shown`` that the extension modules inside it load, as
-    canonical paths (links and their targets)."""
-    modules = [str(path) for top in shown for path in
-               ([Path(top)] if Path(top).is_file() else Path(top).rglob("*.so*"))
-               if path.is_file() and not path.is_symlink() and ".so" in path.name]
-    found: set[str] = set()
-    for start in range(0, len(modules), 200):
-        listing = subprocess.run(["ldd", *modules[start : start + 200]], capture_output=True,
-                                 text=True).stdout
-        for path in re.findall(r"=> (/\S+)", listing):
-            canonical = os.path.join(os.path.realpath(os.path.dirname(path)),
-                                     os.path.basename(path))
-            if not any(canonical == top or canonical.startswith(top.rstrip("/") + "/")
-                       for top in shown):
-                found.update({canonical, os.path.realpath(canonical)})
-    return sorted(found)
-
-
-def _missing_in_base(client: Any, paths: list[str]) -> list[str]:
-    """Which of ``paths`` the base image lacks."""
-    if not paths:
-        return []
-    script = 'for f in "$@"; do [ -e "$f" ] || [ -L "$f" ] || echo "$f"; done'
-    output = client.containers.run(BASE_IMAGE, ["/bin/sh", "-c", script, "sh", *paths],
-                                   remove=True, network_mode="none")
-    return [line for line in output.decode().splitlines() if line]
 
 
 def folder_image(client: Any, folder: Path) -> str:
@@ -248,7 +222,7 @@ def folder_image(client: Any, folder: Path) -> str:
                 "engine does not have, and taskgym builds without network: bring the image "
                 "here (`docker pull` where a registry is reachable, then `docker save` / "
                 "`docker load`), or change FROM to an image `docker images` lists")
-        _build(client, folder, tag)
+        docker_build(client, folder, tag)
     return tag
 
 
@@ -320,12 +294,15 @@ def folder_hash(folder: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def _build(client: Any, folder: Path, tag: str) -> None:
+def docker_build(client: Any, folder: Path, tag: str,
+                 buildargs: dict[str, str] | None = None) -> None:
+    """``docker build`` of ``folder`` as ``tag``, without network; a failure raises
+    :class:`SandboxUnavailableError` with the end of the build's log."""
     import docker.errors
 
     try:
         client.images.build(path=str(folder), tag=tag, network_mode="none", rm=True,
-                            forcerm=True)
+                            forcerm=True, buildargs=buildargs)
     except docker.errors.BuildError as exc:
         lines = "".join(str(chunk.get("stream", chunk.get("error", "")))
                         for chunk in exc.build_log)
