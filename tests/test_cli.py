@@ -107,13 +107,16 @@ def test_eval_null(capsys, tmp_path):
     out = capsys.readouterr().out
     assert code == 0
     assert "coding-terminal-v0 / agent=null" in out
-    table = {line[:24].strip(): line[24:].strip() for line in out.splitlines()
-             if line[:1].isalpha()}
+    table = dict((label.strip(), value.strip()) for label, value in
+                 (line.rsplit("  ", 1) for line in out.splitlines() if "  " in line))
     assert table["episodes"] == "2"
-    assert table["success rate"] == "0.000"
-    assert table["mean score"] == "0.000"
-    assert table["mean steps"] == "1.000"
+    assert table["graded episodes"] == "2"
+    assert table["success rate (graded)"] == "0.000"
+    assert table["mean score (graded)"] == "0.000"
+    assert table["mean steps (graded)"] == "1.000"
+    assert table["no-verdict rate"] == "0.000"
     assert table["crashed episodes"] == "0"
+    assert "no verdict" not in out
     assert f"every episode: {output}" in out
     lines = output.read_text().splitlines()
     assert len(lines) == 2
@@ -125,7 +128,41 @@ def test_eval_null(capsys, tmp_path):
         assert record["agent"] == "null"
         assert record["env_id"] == "coding-terminal-v0"
         assert record["steps"] == 1 and record["error"] is None
+        assert (record["verdict"], record["failure"]) == ("graded", None)
     assert sorted(r["seed"] for r in records) == [0, 1]
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize(("agent", "status"), [("oracle", 3), ("null", 1)])
+def test_eval_exit_status_says_when_an_episode_had_no_verdict(capsys, tmp_path, answer_task,
+                                                              monkeypatch, agent, status):
+    # the grader cannot run here (a missing dependency): each episode has no verdict. The
+    # oracle's no-verdict episodes exit 3 (this machine cannot grade the env); any other
+    # agent's exit 1; each is listed with its class and reason
+    from taskgym.core.reward import FailureClass, RewardResult
+    from taskgym.domains.coding import CodingEnv
+
+    monkeypatch.setattr(CodingEnv, "verify", lambda self, task, session: RewardResult.no_verdict(
+        FailureClass.GRADER_DEPENDENCY, "pytest is missing: sudo apt-get install python3-pytest"))
+    answer_task(tmp_path / "tasks" / "t")
+    code = main(["eval", "coding-terminal-v0", "--agent", agent, "--episodes", "1",
+                 "--workers", "1", "--tasks", str(tmp_path / "tasks"),
+                 "--output", str(tmp_path / "out.jsonl")])
+    out = capsys.readouterr().out
+    assert code == status
+    assert ("episodes with no verdict (the environment failed, not the agent):\n"
+            "  t (seed 0) [grader_dependency]: pytest is missing: sudo apt-get install "
+            "python3-pytest") in out
+    assert "oracle episodes that did not succeed" not in out
+
+
+def test_eval_help_documents_the_exit_status(capsys):
+    with pytest.raises(SystemExit):
+        main(["eval", "--help"])
+    out = capsys.readouterr().out
+    assert "exit status:" in out
+    for code in "0123":
+        assert f"\n  {code}  " in out
 
 
 @pytest.mark.sandbox
