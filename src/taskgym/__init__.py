@@ -19,6 +19,7 @@ from taskgym.core.task import FolderTaskSet, GeneratedTaskSet, Limits, Task, Tas
 from taskgym.core.tool import Tool, ToolResult, parse_action
 from taskgym.errors import (
     ConfigError,
+    GraderDependencyError,
     MissingDependencyError,
     NoVerdictError,
     SandboxError,
@@ -40,6 +41,7 @@ __all__ = [
     "FailureClass",
     "FolderTaskSet",
     "GeneratedTaskSet",
+    "GraderDependencyError",
     "Limits",
     "MissingDependencyError",
     "NoVerdictError",
