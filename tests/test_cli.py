@@ -185,7 +185,7 @@ def test_task_check_broken(capsys, tmp_path, answer_task):
     lines = out.splitlines()
     assert code == 1
     assert lines[0] == "FAIL tiny-broken"
-    want = "oracle on tiny-broken: score 0.0, success False (want 1.0, True): "
+    want = "oracle on tiny-broken: score 0.0, success False (want 1.0, True, graded): "
     assert lines[1].startswith(f"     run 1: {want}")
     assert lines[2].startswith(f"     run 2: {want}")
     assert "null on" not in out  # the null agent does score 0
@@ -379,7 +379,7 @@ def test_env_check_prints_each_check_and_fails_on_a_broken_task(capsys, tmp_path
     answer_task(tmp_path / "a-broken", solve="echo 41 > /app/answer.txt\n")  # picked first
     answer_task(tmp_path / "b-ok")
     code = main(["env", "check", "coding-terminal-v0", "--tasks", str(tmp_path),
-                 "--tasks-per-set", "1"])
+                 "--tasks-per-set", "1", "--grades", "2"])
     lines = capsys.readouterr().out.splitlines()
     assert code == 1
     marks = {line.split()[1]: line.split()[0] for line in lines[:-1] if not line.startswith(" ")}
@@ -387,8 +387,9 @@ def test_env_check_prints_each_check_and_fails_on_a_broken_task(capsys, tmp_path
         "gymnasium_check_env": "ok", "tool_schemas": "ok", "fuzz_500_garbage_actions": "ok",
         "truncation_by_step_limit_then_step_after_the_end": "ok",
         "truncation_by_time_limit": "ok", "reset_seed_picks_the_same_task": "ok",
-        "close_twice_leaves_nothing": "ok", "oracle_1_null_0": "FAIL",
+        "close_twice_leaves_nothing": "ok", "verifier_malformed_submissions_are_graded": "ok",
+        "verifier_same_state_same_verdict_2_grades": "ok", "oracle_1_null_0": "FAIL",
         "oracle_1_null_0_generated": "ok"}
     failed = next(line for line in lines if line.startswith("FAIL"))
-    assert "oracle on a-broken: score 0.0, success False (want 1.0, True)" in failed
-    assert lines[-1] == "8 of 9 checks pass for coding-terminal-v0"
+    assert "oracle on a-broken: score 0.0, success False (want 1.0, True, graded)" in failed
+    assert lines[-1] == "10 of 11 checks pass for coding-terminal-v0"

@@ -236,7 +236,8 @@ def cmd_env_check(args: argparse.Namespace) -> int:
     kwargs: dict[str, Any] = {"sandbox": args.sandbox}
     if args.tasks:
         kwargs["tasks"] = args.tasks
-    report = taskgym.check_task_env(args.env_id, tasks_per_set=args.tasks_per_set, **kwargs)
+    report = taskgym.check_task_env(args.env_id, tasks_per_set=args.tasks_per_set,
+                                    grades=args.grades, **kwargs)
     width = max(map(len, report))
     for name, outcome in report.items():
         mark = "ok  " if outcome == "ok" else "FAIL"
@@ -314,12 +315,16 @@ def build_parser() -> argparse.ArgumentParser:
     env_sub = env_parser.add_subparsers(dest="env_command", required=True)
     env_check = env_sub.add_parser(
         "check", help="every promise of a taskgym env: Gymnasium's check_env, tool schemas, "
-                      "oracle 1 / null 0, 500 garbage actions, limits, seeding, clean close")
+                      "oracle 1 / null 0, 500 garbage actions, limits, seeding, clean close, "
+                      "the verifier's contract (malformed submissions, one verdict per state)")
     env_check.add_argument("env_id")
     env_check.add_argument("--sandbox", default="local")
     env_check.add_argument("--tasks", help="task folder(s), or a named set (default: curated)")
     env_check.add_argument("--tasks-per-set", type=int, default=2,
                            help="tasks of the set and of each generator that oracle and null play")
+    env_check.add_argument("--grades", type=_positive_int, default=20,
+                           help="times the oracle's final state is graded (one verdict and one "
+                                "reward expected; default: 20)")
     env_check.set_defaults(func=cmd_env_check)
 
     task = sub.add_parser("task", help="task folder tools")
