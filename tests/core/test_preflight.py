@@ -99,7 +99,7 @@ def test_one_probe_per_backend_view_and_needs(tmp_path: Path, answer_task: Any,
 
 @pytest.mark.sandbox
 def test_a_harbor_test_sh_asking_for_a_missing_plugin_is_refused(tmp_path: Path) -> None:
-    # a real Harbor task whose test.sh runs pytest --ctrf: the system's python3 lacks
+    # a real Harbor task whose test.sh runs pytest -p ctrf --ctrf: the system's python3 lacks
     # pytest-json-ctrf, so every grade would have scored 0 with no error
     if subprocess.run(["/usr/bin/python3", "-I", "-c", "import ctrf"],
                       capture_output=True).returncode == 0:
@@ -112,7 +112,7 @@ def test_a_harbor_test_sh_asking_for_a_missing_plugin_is_refused(tmp_path: Path)
         "def test_answer():\n    assert open('/app/answer.txt').read().strip() == '42'\n")
     (task / "tests" / "test.sh").write_text(
         "#!/bin/bash\nmkdir -p /logs/verifier\n"
-        "python3 -m pytest --ctrf /logs/verifier/ctrf.json /tests/test_outputs.py -rA\n"
+        "python3 -m pytest -p ctrf --ctrf /logs/verifier/ctrf.json /tests/test_outputs.py -rA\n"
         "if [ $? -eq 0 ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n")
     env = taskgym.make("coding-terminal-v0", tasks=str(task))
     try:
@@ -153,7 +153,7 @@ def test_docker_probes_in_the_envs_image(tmp_path: Path) -> None:
     (task / "tests").mkdir(parents=True)
     (task / "task.toml").write_text('version = "1.0"\n')
     (task / "instruction.md").write_text("x\n")
-    (task / "tests" / "test.sh").write_text("#!/bin/bash\npytest --ctrf x.json /tests\n")
+    (task / "tests" / "test.sh").write_text("#!/bin/bash\npytest -p ctrf --ctrf x.json /tests\n")
     env = taskgym.make("coding-terminal-v0", tasks=str(task), sandbox="docker")
     try:
         with pytest.raises(GraderDependencyError) as refused:
@@ -193,6 +193,8 @@ def test_script_needs_reads_commands_and_plugins() -> None:
                              "xdist": "pytest-xdist", "pytest_timeout": "pytest-timeout",
                              "pytest_html": "pytest-html"}
     assert not found.installs
+    assert found.unloaded == {"ctrf": "--ctrf", "pytest_cov": "--cov", "xdist": "-n",
+                              "pytest_timeout": "--timeout", "pytest_html": "--html"}
     requirements = found.requirements()
     assert [r.name for r in requirements][:2] == ["tests/test.sh: the commands it runs",
                                                    "tests/test.sh: the pytest plugin "
@@ -210,6 +212,41 @@ def test_script_needs_stops_at_the_first_install() -> None:
         uvx -w pytest-json-ctrf pytest --ctrf /logs/c.json /tests
     """))
     assert (found.programs, found.plugins, found.installs) == (["apt-get"], {}, True)
+    assert found.unloaded == {"ctrf": "--ctrf"}  # uvx's pytest inherits the grader's setting
+    assert script_needs("PYTEST_ADDOPTS='-p ctrf' pytest --ctrf c.json /tests\n").unloaded == {}
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("loaded", [False, True])
+def test_a_plugin_flag_without_its_p_is_refused_at_reset(tmp_path: Path, loaded: bool) -> None:
+    # taskgym's grader turns pytest's plugin autoloading off: pytest --timeout 5 (no -p) is
+    # refused by pytest even where pytest-timeout is installed, so every grade would fail.
+    # A conftest.py that loads the plugin by name makes it fine (then the system's python3
+    # lacks pytest-timeout: the preflight says so)
+    task = tmp_path / "autoload"
+    (task / "tests").mkdir(parents=True)
+    (task / "task.toml").write_text('version = "1.0"\n')
+    (task / "instruction.md").write_text("x\n")
+    (task / "tests" / "test.sh").write_text("#!/bin/bash\npython3 -m pytest --timeout 5 /tests\n")
+    if loaded:
+        (task / "tests" / "conftest.py").write_text('pytest_plugins = ["pytest_timeout"]\n')
+    env = taskgym.make("coding-terminal-v0", tasks=str(task))
+    try:
+        with pytest.raises(taskgym.TaskgymError) as refused:
+            env.reset(seed=0)
+    finally:
+        env.close()
+    if loaded:
+        assert isinstance(refused.value, GraderDependencyError)
+        assert "the pytest plugin pytest-timeout: pytest_timeout missing" in str(refused.value)
+    else:
+        assert isinstance(refused.value, taskgym.ConfigError)
+        assert str(refused.value) == (
+            f"{task / 'tests' / 'test.sh'} runs pytest --timeout with no -p pytest_timeout: "
+            "taskgym's grader turns pytest's plugin autoloading off "
+            "(PYTEST_DISABLE_PLUGIN_AUTOLOAD=1, so that no plugin planted in /app loads), so "
+            "pytest refuses the flag and every grade would fail; load the plugin by name in the "
+            "script: pytest -p pytest_timeout --timeout ...")
 
 
 def test_fixes_are_doctors_words() -> None:

@@ -14,7 +14,7 @@ from taskgym.core.task_layouts import step_dir
 from taskgym.core.task_steps import StepRun, prepare_step
 from taskgym.core.tool import Tool, ToolResult
 from taskgym.core.workspace import task_workspace
-from taskgym.domains.coding.script_needs import cached_script_needs
+from taskgym.domains.coding.script_needs import cached_script_needs, refuse_unloaded_plugins
 from taskgym.domains.coding.verifier import grader_mode, verify_session
 from taskgym.errors import ConfigError, TaskgymError
 from taskgym.sandbox import SandboxSpec, Session
@@ -110,6 +110,7 @@ class CodingEnv(TaskEnv):
                 requirements += tuple(r for r in found.requirements() if r not in requirements)
                 if found.installs:
                     unknown = ("what the test scripts install as they run",)
+                refuse_unloaded_plugins(task, script, found)
         return GraderNeeds(requirements, image=image, image_fix=own_image_fix(image, self.image),
                            unknown=unknown)
 

@@ -12,6 +12,10 @@ an alias or a sourced file; what the script installs as it runs (``pip install``
 ``apt-get install``, a download): every command after the script's first install (pytest
 run through ``uvx`` included) is left to the run; plugins pytest loads by
 ``pytest.ini`` or ``conftest.py`` (``pytest_plugins``); and which branch of an ``if`` runs.
+
+One thing it refuses at once (:func:`refuse_unloaded_plugins`): a pytest run that asks for a
+plugin by its flag alone (``pytest --ctrf``, no ``-p ctrf``). taskgym's grader turns plugin
+autoloading off, so that flag fails every grade, whether the plugin is installed or not.
 """
 
 from __future__ import annotations
@@ -23,8 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from taskgym.core.preflight import Requirement
+from taskgym.core.task import Task
+from taskgym.errors import ConfigError
 
-__all__ = ["DEBIAN_PLUGINS", "PLUGIN_FLAGS", "ScriptNeeds", "cached_script_needs", "script_needs"]
+__all__ = ["DEBIAN_PLUGINS", "PLUGIN_FLAGS", "ScriptNeeds", "cached_script_needs",
+           "refuse_unloaded_plugins", "script_needs"]
 
 PLUGIN_FLAGS: dict[str, tuple[str, str]] = {
     "--ctrf": ("pytest-json-ctrf", "ctrf"),
@@ -40,6 +47,7 @@ PLUGIN_FLAGS: dict[str, tuple[str, str]] = {
 }
 """A pytest flag (``--flag`` or ``--flag=value``) → (the distribution that adds it, its
 module)."""
+_DISTRIBUTIONS = {module: dist for dist, module in PLUGIN_FLAGS.values()}
 DEBIAN_PLUGINS = {dist: f"python3-{dist}" for dist in (
     "pytest-cov", "pytest-timeout", "pytest-xdist", "pytest-rerunfailures", "pytest-benchmark",
     "pytest-asyncio")}
@@ -63,6 +71,7 @@ _BUILTINS = {
 _PREFIXES = {"sudo", "env", "nohup", "timeout", "xargs", "exec", "command", "nice", "stdbuf"}
 """Commands that run the next word as a command (their own options are skipped)."""
 _INSTALLERS = {"pip", "pip3", "uv", "uvx", "apt-get", "apt", "curl", "wget", "conda", "npm"}
+_AUTOLOAD_SETTINGS = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD")
 _SHELLS = {"sh", "bash", "dash", "ksh", "zsh", "ash"}
 _COMMAND_NAME = re.compile(r"[A-Za-z0-9_/][A-Za-z0-9_./+-]*")
 """What a command's name looks like (anything else is not read as one)."""
@@ -81,6 +90,12 @@ class ScriptNeeds:
     """Plugin module → the distribution to install (``""`` when only ``-p`` names it)."""
     installs: bool = False
     """Whether the script installs anything as it runs (then what it installs is not checked)."""
+    unloaded: dict[str, str] = field(default_factory=dict)
+    """Plugin module → the flag a pytest run asks for it by, with no ``-p MODULE`` loading it
+    (every pytest run, those after an install included). taskgym's grader turns plugin
+    autoloading off (``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``, so that no plugin planted in
+    ``/app`` loads), so such a flag is an error for pytest, installed plugin or not; a script
+    that names ``PYTEST_ADDOPTS``, ``PYTEST_PLUGINS`` or the autoload variable is left alone."""
 
     def requirements(self) -> tuple[Requirement, ...]:
         """The requirements preflight checks: one for the commands, one per plugin."""
@@ -107,6 +122,12 @@ def script_needs(text: str) -> ScriptNeeds:
         needs.programs.append(interpreter)
         return needs
     commands = list(_commands(text.replace("\\\n", " ")))
+    if not any(name in text for name in _AUTOLOAD_SETTINGS):
+        for words in commands:
+            asked = _plugins(_pytest_args(words) or [])
+            loaded = {module for module, _, flag in asked if flag is None}
+            needs.unloaded.update((module, flag) for module, _, flag in asked
+                                  if flag is not None and module not in loaded)
     defined = {words[0][:-2] for words in commands if words[0].endswith("()")}
     defined |= {words[1] for words in commands if len(words) > 1 and words[0] == "function"}
     for words in commands:
@@ -122,9 +143,25 @@ def script_needs(text: str) -> ScriptNeeds:
             break
         pytest_args = _pytest_args(words)
         if pytest_args is not None:
-            for module, dist in _plugins(pytest_args):
+            for module, dist, _ in _plugins(pytest_args):
                 needs.plugins.setdefault(module, dist)
     return needs
+
+
+def refuse_unloaded_plugins(task: Task, script: Path, found: ScriptNeeds) -> None:
+    """Raise :class:`ConfigError` when ``script`` asks pytest for a plugin by its flag alone
+    (:attr:`ScriptNeeds.unloaded`), unless a ``conftest.py`` or ``pytest.ini`` of the task's
+    tests names the plugin's module (``pytest_plugins``, ``-p``)."""
+    configs = [p.read_text(errors="replace") for name in ("conftest.py", "pytest.ini")
+               for p in task.path.glob(f"**/tests/{name}")]
+    for module, flag in found.unloaded.items():
+        if any(module in text for text in configs):
+            continue
+        raise ConfigError(
+            f"{script} runs pytest {flag} with no -p {module}: taskgym's grader turns pytest's "
+            "plugin autoloading off (PYTEST_DISABLE_PLUGIN_AUTOLOAD=1, so that no plugin "
+            "planted in /app loads), so pytest refuses the flag and every grade would fail; "
+            f"load the plugin by name in the script: pytest -p {module} {flag} ...")
 
 
 def _interpreter(text: str) -> str | None:
@@ -215,6 +252,8 @@ def _pytest_args(words: list[str]) -> list[str] | None:
     name = words[0].rsplit("/", 1)[-1]
     if name in ("pytest", "py.test", "pytest-3"):
         return words[1:]
+    if name in ("uv", "uvx") and "pytest" in words:  # uvx [options] pytest ..., uv run pytest
+        return words[words.index("pytest") + 1:]
     if re.fullmatch(r"python(3(\.\d+)?)?", name):
         for i, word in enumerate(words[1:-1], 1):
             if word == "-m" and words[i + 1] == "pytest":
@@ -222,18 +261,19 @@ def _pytest_args(words: list[str]) -> list[str] | None:
     return None
 
 
-def _plugins(args: list[str]) -> list[tuple[str, str]]:
-    """(module, distribution) of each plugin the pytest arguments ask for."""
-    found = []
+def _plugins(args: list[str]) -> list[tuple[str, str, str | None]]:
+    """(module, distribution, the flag that asks for it or ``None`` for ``-p``) of each plugin
+    the pytest arguments ask for."""
+    found: list[tuple[str, str, str | None]] = []
     for i, arg in enumerate(args):
         flag = arg.split("=", 1)[0]
         if flag in PLUGIN_FLAGS:
             dist, module = PLUGIN_FLAGS[flag]
-            found.append((module, dist))
+            found.append((module, dist, flag))
         elif flag.startswith("--benchmark-"):
-            found.append(("pytest_benchmark", "pytest-benchmark"))
+            found.append(("pytest_benchmark", "pytest-benchmark", flag))
         elif arg == "-p" and i + 1 < len(args) and not args[i + 1].startswith("no:"):
-            found.append((args[i + 1], ""))
+            found.append((args[i + 1], _DISTRIBUTIONS.get(args[i + 1], ""), None))
         elif arg.startswith("-p") and len(arg) > 2 and not arg[2:].startswith("no:"):
-            found.append((arg[2:], ""))
+            found.append((arg[2:], _DISTRIBUTIONS.get(arg[2:], ""), None))
     return found
