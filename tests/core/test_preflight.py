@@ -278,3 +278,53 @@ def test_a_script_in_another_language_needs_its_interpreter() -> None:
     assert script_needs(python).programs == ["/usr/bin/python3"]
     assert script_needs("#!/usr/bin/env -S node --x\nconsole.log(1)\n").programs == ["node"]
     assert script_needs("#!/usr/bin/env bash\nrg x\n").programs == ["rg"]
+
+
+class _Answers:
+    """A backend whose sandboxes answer the probe with fixed lines (no sandbox runs)."""
+
+    def __init__(self, name: str, stdout: str, timed_out: bool = False) -> None:
+        self.name, self.stdout, self.timed_out, self.starts = name, stdout, timed_out, []
+
+    def start(self, spec: Any, seed: Any = None) -> Any:
+        from taskgym.sandbox import ExecResult
+
+        self.starts.append(spec)
+        answer = ExecResult(stdout=self.stdout, stderr="", exit_code=0, duration_sec=0.0,
+                            timed_out=self.timed_out)
+        return type("Session", (), {"exec": lambda s, c, timeout=None: answer,
+                                    "close": lambda s: None})()
+
+
+CADQUERY = preflight.Requirement("cad: cadquery", programs=("python3",), modules=("cadquery",),
+                                 extra="cad")
+
+
+@pytest.mark.parametrize(("backend", "image", "fix"), [
+    ("local", "taskgym/cad-cadquery-v0", "cadquery missing in taskgym's own Python; fix: pip "
+     "install 'taskgym[cad]' (taskgym doctor checks this machine)"),
+    ("docker", None, "cadquery missing in the image taskgym/host-python; fix: taskgym images "
+     "build host-python"),
+    ("docker", "taskgym/cad-cadquery-v0", "cadquery missing in the image "
+     "taskgym/cad-cadquery-v0; fix: taskgym images build cad-cadquery-v0"),
+])
+def test_the_fix_follows_the_graders_view(backend: str, image: str | None, fix: str) -> None:
+    answers = _Answers(backend, "module cadquery\n")
+    needs = preflight.GraderNeeds((CADQUERY,), image=image, host_python=True,
+                                  image_fix=preflight.own_image_fix(image,
+                                                                    "taskgym/cad-cadquery-v0"))
+    with pytest.raises(GraderDependencyError) as refused:
+        preflight.preflight(answers, needs, "CadEnv's task t")  # type: ignore[arg-type]
+    assert str(refused.value) == f"CadEnv's task t cannot be graded here: cad: cadquery: {fix}"
+    with pytest.raises(GraderDependencyError):  # the answer is cached: no second probe
+        preflight.preflight(answers, needs, "CadEnv's task t")  # type: ignore[arg-type]
+    assert len(answers.starts) == 1
+    assert answers.starts[0].image == (image if backend != "local" else None)
+
+
+def test_a_probe_that_timed_out_refuses_nothing_and_is_asked_again() -> None:
+    answers = _Answers("local", "", timed_out=True)
+    needs = preflight.GraderNeeds((CADQUERY,), host_python=True)
+    for _ in range(2):
+        preflight.preflight(answers, needs, "CadEnv's task t")  # type: ignore[arg-type]
+    assert len(answers.starts) == 2

@@ -177,6 +177,9 @@ def _probe(backend: Backend, needs: GraderNeeds, image: str | None) -> str | Non
                or (r.modules and "python3 failed" in missing)]
     if not lacking:
         return None
+    image_fix_of = needs.image_fix
+    if image is None and needs.host_python and backend.name != "local":  # its Python's image
+        image, image_fix_of = "taskgym/host-python", image_fix("host-python")
     view = (f"the image {image}" if image is not None
             else "taskgym's own Python" if needs.host_python else "this machine's /usr")
     parts = []
@@ -185,7 +188,7 @@ def _probe(backend: Backend, needs: GraderNeeds, image: str | None) -> str | Non
                  [m for m in requirement.modules if f"module {m}" in missing]
         if view.startswith("the image"):
             wanted = requirement.packages or requirement.distribution or ", ".join(absent)
-            fix = (requirement.in_env_image and needs.image_fix) or \
+            fix = (requirement.in_env_image and image_fix_of) or \
                 f"add {wanted} to the Dockerfile of {image} and build it again"
         else:
             fix = requirement.host_fix()
