@@ -58,17 +58,14 @@ def test_a_broken_env_fails_the_checks_that_catch_it(tmp_path: Path, answer_task
         report = checks.check_task_env(env, tasks_per_set=1, grades=20)
     finally:
         env.close()
-    assert report["verifier_same_state_same_verdict_20_grades"] == (
-        "the oracle's episode ended before its last action")  # its only action is the submit
     assert report["tool_schemas"] == ("tool name 'bad name' is not a valid OpenAI function name "
                                       "(letters, digits, _ and -, at most 64)")
     assert report["oracle_1_null_0"].startswith(
-        "oracle on t: score 0.0, success False (want 1.0, True): ")
+        "oracle on t: score 0.0, success False (want 1.0, True, graded): ")
     assert report["oracle_1_null_0_generated"].startswith("oracle on ")
     # check_env and the fuzzing may or may not call the buggy tool: whether they pass varies
     passing = set(EVERY_CHECK) - {"tool_schemas", "oracle_1_null_0", "oracle_1_null_0_generated",
-                                  "fuzz_500_garbage_actions", "gymnasium_check_env",
-                                  "verifier_same_state_same_verdict_20_grades"}
+                                  "fuzz_500_garbage_actions", "gymnasium_check_env"}
     assert {name: report[name] for name in passing} == dict.fromkeys(passing, "ok")
 
 
