@@ -107,13 +107,16 @@ def test_eval_null(capsys, tmp_path):
     out = capsys.readouterr().out
     assert code == 0
     assert "coding-terminal-v0 / agent=null" in out
-    table = {line[:24].strip(): line[24:].strip() for line in out.splitlines()
-             if line[:1].isalpha()}
+    table = dict((label.strip(), value.strip()) for label, value in
+                 (line.rsplit("  ", 1) for line in out.splitlines() if "  " in line))
     assert table["episodes"] == "2"
-    assert table["success rate"] == "0.000"
-    assert table["mean score"] == "0.000"
-    assert table["mean steps"] == "1.000"
+    assert table["graded episodes"] == "2"
+    assert table["success rate (graded)"] == "0.000"
+    assert table["mean score (graded)"] == "0.000"
+    assert table["mean steps (graded)"] == "1.000"
+    assert table["no-verdict rate"] == "0.000"
     assert table["crashed episodes"] == "0"
+    assert "no verdict" not in out
     assert f"every episode: {output}" in out
     lines = output.read_text().splitlines()
     assert len(lines) == 2
@@ -125,7 +128,41 @@ def test_eval_null(capsys, tmp_path):
         assert record["agent"] == "null"
         assert record["env_id"] == "coding-terminal-v0"
         assert record["steps"] == 1 and record["error"] is None
+        assert (record["verdict"], record["failure"]) == ("graded", None)
     assert sorted(r["seed"] for r in records) == [0, 1]
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize(("agent", "status"), [("oracle", 3), ("null", 1)])
+def test_eval_exit_status_says_when_an_episode_had_no_verdict(capsys, tmp_path, answer_task,
+                                                              monkeypatch, agent, status):
+    # the grader cannot run here (a missing dependency): each episode has no verdict. The
+    # oracle's no-verdict episodes exit 3 (this machine cannot grade the env); any other
+    # agent's exit 1; each is listed with its class and reason
+    from taskgym.core.reward import FailureClass, RewardResult
+    from taskgym.domains.coding import CodingEnv
+
+    monkeypatch.setattr(CodingEnv, "verify", lambda self, task, session: RewardResult.no_verdict(
+        FailureClass.GRADER_DEPENDENCY, "pytest is missing: sudo apt-get install python3-pytest"))
+    answer_task(tmp_path / "tasks" / "t")
+    code = main(["eval", "coding-terminal-v0", "--agent", agent, "--episodes", "1",
+                 "--workers", "1", "--tasks", str(tmp_path / "tasks"),
+                 "--output", str(tmp_path / "out.jsonl")])
+    out = capsys.readouterr().out
+    assert code == status
+    assert ("episodes with no verdict (the environment failed, not the agent):\n"
+            "  t (seed 0) [grader_dependency]: pytest is missing: sudo apt-get install "
+            "python3-pytest") in out
+    assert "oracle episodes that did not succeed" not in out
+
+
+def test_eval_help_documents_the_exit_status(capsys):
+    with pytest.raises(SystemExit):
+        main(["eval", "--help"])
+    out = capsys.readouterr().out
+    assert "exit status:" in out
+    for code in "0123":
+        assert f"\n  {code}  " in out
 
 
 @pytest.mark.sandbox
@@ -148,7 +185,7 @@ def test_task_check_broken(capsys, tmp_path, answer_task):
     lines = out.splitlines()
     assert code == 1
     assert lines[0] == "FAIL tiny-broken"
-    want = "oracle on tiny-broken: score 0.0, success False (want 1.0, True): "
+    want = "oracle on tiny-broken: score 0.0, success False (want 1.0, True, graded): "
     assert lines[1].startswith(f"     run 1: {want}")
     assert lines[2].startswith(f"     run 2: {want}")
     assert "null on" not in out  # the null agent does score 0
@@ -342,7 +379,7 @@ def test_env_check_prints_each_check_and_fails_on_a_broken_task(capsys, tmp_path
     answer_task(tmp_path / "a-broken", solve="echo 41 > /app/answer.txt\n")  # picked first
     answer_task(tmp_path / "b-ok")
     code = main(["env", "check", "coding-terminal-v0", "--tasks", str(tmp_path),
-                 "--tasks-per-set", "1"])
+                 "--tasks-per-set", "1", "--grades", "2"])
     lines = capsys.readouterr().out.splitlines()
     assert code == 1
     marks = {line.split()[1]: line.split()[0] for line in lines[:-1] if not line.startswith(" ")}
@@ -350,8 +387,9 @@ def test_env_check_prints_each_check_and_fails_on_a_broken_task(capsys, tmp_path
         "gymnasium_check_env": "ok", "tool_schemas": "ok", "fuzz_500_garbage_actions": "ok",
         "truncation_by_step_limit_then_step_after_the_end": "ok",
         "truncation_by_time_limit": "ok", "reset_seed_picks_the_same_task": "ok",
-        "close_twice_leaves_nothing": "ok", "oracle_1_null_0": "FAIL",
+        "close_twice_leaves_nothing": "ok", "verifier_malformed_submissions_are_graded": "ok",
+        "verifier_same_state_same_verdict_2_grades": "ok", "oracle_1_null_0": "FAIL",
         "oracle_1_null_0_generated": "ok"}
     failed = next(line for line in lines if line.startswith("FAIL"))
-    assert "oracle on a-broken: score 0.0, success False (want 1.0, True)" in failed
-    assert lines[-1] == "8 of 9 checks pass for coding-terminal-v0"
+    assert "oracle on a-broken: score 0.0, success False (want 1.0, True, graded)" in failed
+    assert lines[-1] == "10 of 11 checks pass for coding-terminal-v0"

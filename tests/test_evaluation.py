@@ -14,8 +14,9 @@ from taskgym.agents import ScriptedAgent
 from taskgym.errors import ConfigError
 from taskgym.evaluation import EpisodeRecord, EvalResults, evaluate, run_episode
 
-SUMMARY_KEYS = ["episodes", "success_rate", "mean_score", "mean_steps", "step_success_rate",
-                "wall_sec", "cpu_sec", "peak_memory_mb", "crashed"]
+SUMMARY_KEYS = ["episodes", "graded", "success_rate", "mean_score", "mean_steps",
+                "step_success_rate", "no_verdict_rate", "wall_sec", "cpu_sec", "peak_memory_mb",
+                "crashed"]
 
 
 def record(**changes: Any) -> EpisodeRecord:
@@ -34,14 +35,38 @@ def test_summary_values():
                cpu_sec=1.0, peak_memory_bytes=3 * 2**20),
         record(seed=1, score=0.5, steps=6, step_errors=0, wall_sec=1.5, cpu_sec=0.25,
                peak_memory_bytes=2**20),
-        record(seed=2, score=0.0, steps=0, error="SandboxError: boom", wall_sec=0.0, cpu_sec=0.0),
+        record(seed=2, score=0.0, steps=0, error="SandboxError: boom", wall_sec=0.0, cpu_sec=0.0,
+               verdict="none", failure="sandbox_start"),
     ])
     summary = results.summary()
     assert list(summary) == SUMMARY_KEYS
     assert summary == pytest.approx({
-        "episodes": 3.0, "success_rate": 1 / 3, "mean_score": 0.5, "mean_steps": 10 / 3,
-        "step_success_rate": 0.9, "wall_sec": 3.5, "cpu_sec": 1.25, "peak_memory_mb": 3.0,
-        "crashed": 1.0})
+        "episodes": 3.0, "graded": 2.0, "success_rate": 0.5, "mean_score": 0.75,
+        "mean_steps": 5.0, "step_success_rate": 0.9, "no_verdict_rate": 1 / 3, "wall_sec": 3.5,
+        "cpu_sec": 1.25, "peak_memory_mb": 3.0, "crashed": 1.0})
+    assert results.no_verdict_classes() == {"sandbox_start": 1}
+
+
+def test_rates_are_over_graded_episodes_and_no_verdict_stands_apart():
+    # the new user's case: every grade of the oracle failed for want of pytest. Those zeros
+    # are not the agent's: the success rate is over the one graded episode, and the table
+    # shows the no-verdict rate with each class under it
+    results = EvalResults("env-v0", "oracle", [
+        record(seed=0, score=1.0, success=True, steps=3, step_errors=1),
+        *(record(seed=s, steps=2, step_errors=2, verdict="none", failure="grader_dependency")
+          for s in (1, 2, 3)),
+        record(seed=4, steps=1, verdict="none", failure="grader_timeout"),
+    ])
+    summary = results.summary()
+    assert (summary["graded"], summary["success_rate"], summary["mean_score"]) == (1.0, 1.0, 1.0)
+    assert summary["step_success_rate"] == pytest.approx(2 / 3)
+    assert summary["no_verdict_rate"] == pytest.approx(0.8)
+    assert results.no_verdict_classes() == {"grader_dependency": 3, "grader_timeout": 1}
+    rows = [line.rsplit("  ", 1) for line in results.table().splitlines()[2:]]
+    rows = [(label.rstrip(), value.strip()) for label, value in rows]
+    at = rows.index(("no-verdict rate", "0.800"))
+    assert rows[at + 1:at + 3] == [("  grader_dependency", "3"), ("  grader_timeout", "1")]
+    assert ("success rate (graded)", "1.000") in rows and ("graded episodes", "1") in rows
 
 
 def test_summary_of_nothing():
@@ -54,9 +79,11 @@ def test_table_text():
     lines = results.table().splitlines()
     assert lines[0] == "env-v0 / agent=null"
     assert set(lines[1]) == {"-"}
-    rows = {line[:23].strip(): line[23:].strip() for line in lines[2:]}
-    assert rows == {"episodes": "2", "success rate": "0.000", "mean score": "0.000",
-                    "mean steps": "2.000", "step success rate": "1.000",
+    rows = dict((label.strip(), value.strip()) for label, value in
+                (line.rsplit("  ", 1) for line in lines[2:]))
+    assert rows == {"episodes": "2", "graded episodes": "2", "success rate (graded)": "0.000",
+                    "mean score (graded)": "0.000", "mean steps (graded)": "2.000",
+                    "step success rate (graded)": "1.000", "no-verdict rate": "0.000",
                     "wall time (s, summed)": "2.000", "CPU time (s, sandboxes)": "1.000",
                     "peak memory (MB)": "0.000", "crashed episodes": "0"}
     assert len({len(line) for line in lines[2:]}) == 1  # aligned columns
@@ -78,7 +105,9 @@ def test_evaluate_records_crashes(tmp_path):
         assert "task.toml" in r.error
         assert r.traceback is not None and "ConfigError" in r.traceback.splitlines()[-1]
         assert (r.task_id, r.steps, r.score, r.agent) == ("?", 0, 0.0, "null")
+        assert (r.verdict, r.failure) == ("none", "reference")
     assert results.summary()["crashed"] == 3.0
+    assert results.summary()["no_verdict_rate"] == 1.0
     assert len(output.read_text().splitlines()) == 3
 
 
@@ -188,7 +217,8 @@ def test_evaluate_output_not_writable(tmp_path):
 
 def test_progress_bar_success_count_is_never_behind(tmp_path, capsys, monkeypatch):
     # every frame the bar draws shows the success count of the episodes it counts: "n/4"
-    # with "success=k/n" (crashed episodes: k is 0). mininterval=0, miniters=1: every update
+    # with "success=k/g" over the g graded ones and "no_verdict=n-g" (crashed episodes have
+    # no verdict: k and g are 0). mininterval=0, miniters=1: every update
     # is drawn (evaluate imports tqdm.tqdm when it runs)
     import tqdm
 
@@ -203,8 +233,8 @@ def test_progress_bar_success_count_is_never_behind(tmp_path, capsys, monkeypatc
     counted = []
     for frame in frames:
         done = int(frame.split("|")[2].split("/")[0])
-        shown = frame.split("success=")[1].rstrip("] \n") if "success=" in frame else None
-        assert shown == (f"0/{done}" if done else None), frame
+        shown = frame.split("no_verdict=")[1].rstrip("] \n") if "success=" in frame else None
+        assert shown == (f"{done}, success=0/0" if done else None), frame
         counted.append(done)
     assert counted[-1] == 4 and set(counted) == {0, 1, 2, 3, 4}
 @pytest.mark.sandbox
@@ -229,3 +259,41 @@ def test_evaluate_records_a_crash_inside_an_episode(tmp_path, answer_task, monke
         assert r.traceback is not None and "buggy_verify" in r.traceback
         assert (r.score, r.success, r.steps) == (0.0, False, 2)
         assert r.task_id in ("t-a", "t-b")
+        assert (r.verdict, r.failure) == ("none", "taskgym_crash")
+
+
+@pytest.mark.sandbox
+def test_evaluate_counts_no_verdict_episodes_apart(tmp_path, answer_task, monkeypatch):
+    # a verifier that cannot grade one task (its grader dependency is missing): that episode
+    # has no verdict, in the record, the JSONL line and the summary; the rates are the
+    # graded episodes'
+    from taskgym.core.reward import FailureClass, RewardResult
+    from taskgym.domains.coding import CodingEnv
+
+    verify = CodingEnv.verify
+
+    def half_verify(self: Any, task: Any, session: Any) -> Any:
+        if task.id == "t-b":
+            return RewardResult.no_verdict(FailureClass.GRADER_DEPENDENCY,
+                                           "No module named '_pytest': install python3-pytest")
+        return verify(self, task, session)
+
+    monkeypatch.setattr(CodingEnv, "verify", half_verify)
+    for name in ("t-a", "t-b"):
+        answer_task(tmp_path / "tasks" / name)
+    output = tmp_path / "eval.jsonl"
+    results = evaluate("coding-terminal-v0", agent="oracle", episodes=2, progress=False,
+                       output=output, tasks=str(tmp_path / "tasks"))
+    by_task = {r.task_id: r for r in results.records}
+    assert (by_task["t-a"].verdict, by_task["t-a"].failure, by_task["t-a"].success) == (
+        "graded", None, True)
+    assert (by_task["t-b"].verdict, by_task["t-b"].failure, by_task["t-b"].score) == (
+        "none", "grader_dependency", 0.0)
+    assert by_task["t-b"].reason == "No module named '_pytest': install python3-pytest"
+    assert by_task["t-b"].error is None
+    summary = results.summary()
+    assert (summary["success_rate"], summary["no_verdict_rate"], summary["crashed"]) == (
+        1.0, 0.5, 0.0)
+    lines = {line["task_id"]: line for line in map(json.loads, output.read_text().splitlines())}
+    assert (lines["t-b"]["verdict"], lines["t-b"]["failure"]) == ("none", "grader_dependency")
+    assert (lines["t-a"]["verdict"], lines["t-a"]["failure"]) == ("graded", None)

@@ -19,6 +19,7 @@ from taskgym.core.task import FolderTaskSet, GeneratedTaskSet, Limits, Task, Tas
 from taskgym.core.tool import Tool, ToolResult, parse_action
 from taskgym.errors import (
     ConfigError,
+    GraderDependencyError,
     MissingDependencyError,
     NoVerdictError,
     SandboxError,
@@ -41,6 +42,7 @@ __all__ = [
     "FailureClass",
     "FolderTaskSet",
     "GeneratedTaskSet",
+    "GraderDependencyError",
     "Limits",
     "MissingDependencyError",
     "NoVerdictError",

@@ -1,4 +1,7 @@
-"""What can run on this machine: backends, limits and the tools envs need, with fixes."""
+"""What can run on this machine: backends, limits and the tools envs need, with fixes.
+
+The fixes are the words a reset's preflight says when a grader's need is missing
+(:mod:`taskgym.core.preflight`: one source for both)."""
 
 from __future__ import annotations
 
@@ -7,6 +10,8 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
+
+from taskgym.core.preflight import PYTEST, extra_fix, image_fix, system_fix
 
 __all__ = ["Check", "leftovers_check", "run_checks"]
 
@@ -39,12 +44,11 @@ def _cgroups() -> Check:
 def _sandbox_tool(name: str, argv: list[str], package: str) -> Check:
     path = shutil.which(argv[0], path="/usr/bin:/bin")
     if path is None:
-        return Check(name, False, f"{argv[0]} missing from /usr/bin",
-                     f"sudo apt-get install {package}")
+        return Check(name, False, f"{argv[0]} missing from /usr/bin", system_fix(package))
     proc = subprocess.run(argv, capture_output=True, text=True)
     if proc.returncode != 0:
         return Check(name, False, (proc.stderr or proc.stdout).strip()[:200],
-                     f"sudo apt-get install {package}")
+                     system_fix(package))
     return Check(name, True, (proc.stdout or proc.stderr).strip().splitlines()[0][:80])
 
 
@@ -73,7 +77,7 @@ def _pdf_extra() -> Check:
     if missing:
         return Check("finance: pdf extra", False,
                      f"missing {', '.join(missing)} (optional: only finance-pdf-v0 needs it)",
-                     "pip install 'taskgym[pdf]'", optional=True)
+                     extra_fix("pdf"), optional=True)
     return Check("finance: pdf extra", True, ", ".join(found))
 
 
@@ -112,7 +116,7 @@ def _docker_checks() -> list[Check]:
         tag = local_tag(image)
         present = f"{tag}:latest" in have
         checks.append(Check(f"docker image: {tag}", present, "built" if present else "missing",
-                            f"taskgym images build {env_id}".rstrip(), optional=True))
+                            image_fix(env_id), optional=True))
     if f"{local_tag(HOST_PYTHON_IMAGE)}:latest" in have and mismatch is None:
         checks.append(Check("docker: host-python matches this Python", True,
                             f"packed from {sys.executable} after its newest package",
@@ -142,16 +146,17 @@ def run_checks() -> list[Check]:
     checks.append(_step_calls())
     checks.append(Check("user", True, "root" if os.geteuid() == 0 else
                         f"uid {os.geteuid()} (unprivileged user namespaces)"))
-    pytest_probe = "import pytest; print('pytest', pytest.__version__)"
-    checks.append(_sandbox_tool("coding: python3 + pytest (system)",
-                                ["/usr/bin/python3", "-c", pytest_probe], "python3 python3-pytest"))
+    pytest_probe = ("import sys, pytest; sys.exit('pytest is an empty folder') if getattr("
+                    "pytest, '__file__', None) is None else print('pytest', pytest.__version__)")
+    checks.append(_sandbox_tool(PYTEST.name, ["/usr/bin/python3", "-I", "-c", pytest_probe],
+                                PYTEST.packages))
     for tool, package in (("git", "git"), ("make", "make"), ("gcc", "gcc libc6-dev")):
         checks.append(_sandbox_tool(f"coding: {tool}", [tool, "--version"], package))
     checks.append(_cadquery())
     checks.append(_pdf_extra())
     engine = shutil.which("godot3-server")
     checks.append(Check("game: godot3-server", engine is not None, engine or "not installed (game-godot-v0 "
-                        "needs it)", "sudo apt-get install godot3-server", optional=True))
+                        "needs it)", system_fix("godot3-server"), optional=True))
     checks.extend(_docker_checks())
     checks.append(leftovers_check())
     return checks
@@ -180,5 +185,5 @@ def _cadquery() -> Check:
     except importlib.metadata.PackageNotFoundError:
         return Check("cad: cadquery", False,
                      "not installed (optional: only cad-cadquery-v0 needs it)",
-                     "pip install 'taskgym[cad]'", optional=True)
+                     extra_fix("cad"), optional=True)
     return Check("cad: cadquery", True, f"cadquery {version}")

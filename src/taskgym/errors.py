@@ -6,6 +6,7 @@ TaskgymError
 │   ├── UnknownEnvError(KeyError)       no env with that id ("did you mean ...?")
 │   └── TaskNotFoundError(KeyError)     no task with that id in the task set
 ├── MissingDependencyError(ImportError) an optional extra or a system package is missing
+│   └── GraderDependencyError           what a task's grader needs is missing in its sandbox
 ├── SandboxError(RuntimeError)          the sandbox could not be started or used
 │   ├── SandboxUnavailableError         this backend cannot run on this machine
 │   ├── SandboxTimeout(TimeoutError)    a sandbox operation ran past its deadline
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigError",
+    "GraderDependencyError",
     "MissingDependencyError",
     "NoVerdictError",
     "SandboxError",
@@ -62,6 +64,13 @@ class TaskNotFoundError(ConfigError, KeyError):
 
 class MissingDependencyError(TaskgymError, ImportError):
     """An optional Python extra or a system package is needed and missing."""
+
+
+class GraderDependencyError(MissingDependencyError):
+    """What a task's grader needs (pytest, a pytest plugin, a domain's Python package) is
+    missing in the view of the grader's sandbox: raised by ``reset`` before an episode that
+    could not be graded starts (:mod:`taskgym.core.preflight`), with the fix
+    ``taskgym doctor`` gives."""
 
 
 class SandboxError(TaskgymError, RuntimeError):

@@ -1,4 +1,10 @@
-"""Running episodes and evaluations (what ``taskgym run`` and ``taskgym eval`` do)."""
+"""Running episodes and evaluations (what ``taskgym run`` and ``taskgym eval`` do).
+
+An episode the environment failed (no verdict: the grader could not run, a sandbox did not
+start, taskgym crashed) is counted apart from the graded ones: success rate, mean score and
+step success rate are over graded episodes only, and the no-verdict rate with its classes
+(:class:`~taskgym.core.reward.FailureClass`) stands beside them.
+"""
 
 from __future__ import annotations
 
@@ -17,9 +23,10 @@ import gymnasium as gym
 
 from taskgym.agents import Agent, make_agent
 from taskgym.core.registry import make
-from taskgym.errors import ConfigError
+from taskgym.core.reward import FailureClass, RewardResult
+from taskgym.errors import ConfigError, MissingDependencyError, SandboxError
 
-__all__ = ["EpisodeRecord", "EvalResults", "evaluate", "run_episode"]
+__all__ = ["EpisodeRecord", "EvalResults", "evaluate", "failure_of", "run_episode"]
 
 
 @dataclass
@@ -43,6 +50,15 @@ class EpisodeRecord:
     """Set when the episode crashed (an infrastructure failure, not the agent's score)."""
     traceback: str | None = None
     """The crash's traceback, when ``error`` is set."""
+    verdict: str = "graded"
+    """``"graded"`` when the verifier judged the episode, ``"none"`` when the environment
+    failed (a no-verdict result, a crash, a reset that raised): its score is not the agent's."""
+    failure: str | None = None
+    """The :class:`~taskgym.core.reward.FailureClass` value of a no-verdict episode."""
+
+    @property
+    def graded(self) -> bool:
+        return self.verdict == "graded"
 
 
 @dataclass
@@ -54,31 +70,55 @@ class EvalResults:
     records: list[EpisodeRecord]
 
     def summary(self) -> dict[str, float]:
+        """Rates over the graded episodes (success, mean score, steps, step success), the
+        share of episodes with no verdict, and the costs of every episode."""
         recs = self.records
-        n = len(recs)
-        steps = sum(r.steps for r in recs)
+        graded = [r for r in recs if r.graded]
+        n, g = len(recs), len(graded)
+        steps = sum(r.steps for r in graded)
         return {
             "episodes": float(n),
-            "success_rate": sum(r.success for r in recs) / n if n else 0.0,
-            "mean_score": statistics.fmean(r.score for r in recs) if n else 0.0,
-            "mean_steps": steps / n if n else 0.0,
-            "step_success_rate": (steps - sum(r.step_errors for r in recs)) / steps if steps else 0.0,
+            "graded": float(g),
+            "success_rate": sum(r.success for r in graded) / g if g else 0.0,
+            "mean_score": statistics.fmean(r.score for r in graded) if g else 0.0,
+            "mean_steps": steps / g if g else 0.0,
+            "step_success_rate": (steps - sum(r.step_errors for r in graded)) / steps
+            if steps else 0.0,
+            "no_verdict_rate": (n - g) / n if n else 0.0,
             "wall_sec": sum(r.wall_sec for r in recs),
             "cpu_sec": sum(r.cpu_sec for r in recs),
             "peak_memory_mb": max((r.peak_memory_bytes for r in recs), default=0) / 2**20,
             "crashed": float(sum(r.error is not None for r in recs)),
         }
 
+    def no_verdict_classes(self) -> dict[str, int]:
+        """How many episodes had no verdict, by failure class (most frequent first)."""
+        counts: dict[str, int] = {}
+        for r in self.records:
+            if not r.graded:
+                key = r.failure or FailureClass.TASKGYM_CRASH.value
+                counts[key] = counts.get(key, 0) + 1
+        return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
     def table(self) -> str:
-        """The summary as an aligned two-column table."""
+        """The summary as an aligned two-column table, each no-verdict class on its own row
+        under the no-verdict rate."""
         labels = {
-            "episodes": "episodes", "success_rate": "success rate", "mean_score": "mean score",
-            "mean_steps": "mean steps", "step_success_rate": "step success rate",
+            "episodes": "episodes", "graded": "graded episodes",
+            "success_rate": "success rate (graded)", "mean_score": "mean score (graded)",
+            "mean_steps": "mean steps (graded)",
+            "step_success_rate": "step success rate (graded)",
+            "no_verdict_rate": "no-verdict rate",
             "wall_sec": "wall time (s, summed)", "cpu_sec": "CPU time (s, sandboxes)",
             "peak_memory_mb": "peak memory (MB)", "crashed": "crashed episodes",
         }
-        rows = [(labels[k], f"{v:.0f}" if k in ("episodes", "crashed") else f"{v:.3f}")
-                for k, v in self.summary().items()]
+        counts = ("episodes", "graded", "crashed")
+        rows = []
+        for key, value in self.summary().items():
+            rows.append((labels[key], f"{value:.0f}" if key in counts else f"{value:.3f}"))
+            if key == "no_verdict_rate":
+                rows += [(f"  {name}", str(count))
+                         for name, count in self.no_verdict_classes().items()]
         width = max(len(a) for a, _ in rows)
         head = f"{self.env_id} / agent={self.agent}"
         return "\n".join([head, "-" * max(len(head), width + 12)]
@@ -111,8 +151,11 @@ def run_episode(env: gym.Env[Any, Any], agent: Agent, seed: int | None = None,
     if crash is not None:  # step() ended the episode ungraded (see TaskEnv.step)
         record.error = f"{crash['type']} in {crash['where']}: {crash['message']}"
         record.traceback = crash["traceback"]
+        record.verdict, record.failure = "none", FailureClass.TASKGYM_CRASH.value
     result = info.get("reward")
-    if result is not None:
+    if isinstance(result, RewardResult):
+        if not result.graded:
+            record.verdict, record.failure = "none", str(result.failure)
         record.score = result.score
         record.success = result.success
         record.components = dict(result.components)
@@ -123,6 +166,18 @@ def run_episode(env: gym.Env[Any, Any], agent: Agent, seed: int | None = None,
     record.peak_memory_bytes = int(usage.get("peak_memory_bytes", 0))
     record.wall_sec = time.monotonic() - started
     return record
+
+
+def failure_of(exc: BaseException) -> FailureClass:
+    """The no-verdict class of an exception that ended an episode before it was graded (a
+    reset's preflight refusing a missing grader dependency, a sandbox that did not start)."""
+    if isinstance(exc, MissingDependencyError):
+        return FailureClass.GRADER_DEPENDENCY
+    if isinstance(exc, SandboxError):
+        return FailureClass.SANDBOX_START
+    if isinstance(exc, ConfigError):  # a task folder taskgym cannot read (its task.toml)
+        return FailureClass.REFERENCE
+    return FailureClass.TASKGYM_CRASH
 
 
 def _open_output(output: str | Path) -> IO[str]:
@@ -173,12 +228,13 @@ def evaluate(env_id: str, agent: str = "oracle", episodes: int | None = None, wo
                 local.agent = make_agent(agent, env, **(agent_kwargs or {}))
                 local.env = env
             return run_episode(local.env, local.agent, seed=seed)
-        except Exception as exc:  # record the crash, keep evaluating
+        except Exception as exc:  # record the crash (no verdict), keep evaluating
             return EpisodeRecord(env_id=env_id, task_id="?", seed=seed, agent=agent, score=0.0,
                                  success=False, steps=0, step_errors=0, wall_sec=0.0,
                                  cpu_sec=0.0, peak_memory_bytes=0,
                                  error=f"{type(exc).__name__}: {exc}",
-                                 traceback="".join(traceback.format_exception(exc)))
+                                 traceback="".join(traceback.format_exception(exc)),
+                                 verdict="none", failure=failure_of(exc).value)
 
     bar = None
     if progress:
@@ -196,8 +252,10 @@ def evaluate(env_id: str, agent: str = "oracle", episodes: int | None = None, wo
                         out.write(json.dumps(asdict(record)) + "\n")
                         out.flush()
                     successes = sum(r.success for r in records)
+                    graded = sum(r.graded for r in records)
                 if bar is not None:  # the count first, so the bar never shows the previous one
-                    bar.set_postfix(success=f"{successes}/{len(records)}", refresh=False)
+                    bar.set_postfix(success=f"{successes}/{graded}",
+                                    no_verdict=len(records) - graded, refresh=False)
                     bar.update(1)
     finally:
         if bar is not None:

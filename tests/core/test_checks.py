@@ -11,6 +11,7 @@ from pydantic import BaseModel
 import taskgym
 from taskgym.core import checks
 from taskgym.core.fuzz import fuzz_env
+from taskgym.core.reward import FailureClass, RewardResult
 from taskgym.core.tool import Tool, ToolResult
 from taskgym.domains.coding import CodingEnv
 from taskgym.tools.shell import SubmitArgs
@@ -19,7 +20,9 @@ pytestmark = pytest.mark.sandbox
 
 EVERY_CHECK = ["gymnasium_check_env", "tool_schemas", "fuzz_500_garbage_actions",
                "truncation_by_step_limit_then_step_after_the_end", "truncation_by_time_limit",
-               "reset_seed_picks_the_same_task", "close_twice_leaves_nothing", "oracle_1_null_0",
+               "reset_seed_picks_the_same_task", "close_twice_leaves_nothing",
+               "verifier_malformed_submissions_are_graded",
+               "verifier_same_state_same_verdict_20_grades", "oracle_1_null_0",
                "oracle_1_null_0_generated"]
 
 
@@ -52,13 +55,13 @@ def test_a_broken_env_fails_the_checks_that_catch_it(tmp_path: Path, answer_task
     answer_task(tmp_path / "t")
     env = _Broken(tasks=tmp_path)
     try:
-        report = checks.check_task_env(env, tasks_per_set=1)
+        report = checks.check_task_env(env, tasks_per_set=1, grades=20)
     finally:
         env.close()
     assert report["tool_schemas"] == ("tool name 'bad name' is not a valid OpenAI function name "
                                       "(letters, digits, _ and -, at most 64)")
     assert report["oracle_1_null_0"].startswith(
-        "oracle on t: score 0.0, success False (want 1.0, True): ")
+        "oracle on t: score 0.0, success False (want 1.0, True, graded): ")
     assert report["oracle_1_null_0_generated"].startswith("oracle on ")
     # check_env and the fuzzing may or may not call the buggy tool: whether they pass varies
     passing = set(EVERY_CHECK) - {"tool_schemas", "oracle_1_null_0", "oracle_1_null_0_generated",
@@ -134,6 +137,94 @@ def test_oracle_then_null_reports_both_agents(tmp_path: Path, answer_task: Any) 
         assert (oracle.score, null.score, problems) == (1.0, 0.0, [])
         _, _, problems = checks.oracle_then_null(env, task_id="free")
         assert len(problems) == 1
-        assert problems[0].startswith("null on free: score 1.0, success True (want 0.0, False)")
+        assert problems[0].startswith("null on free: score 1.0, success True (want 0.0, False, "
+                                      "graded)")
     finally:
         env.close()
+
+
+# -- the verifier's contract --------------------------------------------------------------
+# (these play one small task, so the determinism check grades 3 times, not the 20 that
+# check_task_env does by default: the same code, kept fast)
+
+
+class _Flaky(CodingEnv):
+    """A verifier whose grade of one final state changes from one grade to the next."""
+
+    graded = 0
+
+    def verify(self, task: Any, session: Any) -> RewardResult:
+        _Flaky.graded += 1
+        if _Flaky.graded % 3 == 0:
+            return RewardResult.no_verdict(FailureClass.GRADER_TIMEOUT, "ran out of time")
+        return super().verify(task, session)
+
+
+class _Fragile(CodingEnv):
+    """A verifier that raises on a submission it did not expect (notes.txt not UTF-8)."""
+
+    def verify(self, task: Any, session: Any) -> RewardResult:
+        session.read_file("notes.txt", limit=10_000).decode("utf-8")
+        return super().verify(task, session)
+
+
+class _NoVerdictForNull(CodingEnv):
+    """A verifier that cannot grade an unsolved workspace (no verdict, score 0)."""
+
+    def verify(self, task: Any, session: Any) -> RewardResult:
+        result = super().verify(task, session)
+        if not result.success:
+            return RewardResult.no_verdict(FailureClass.GRADER_CRASH, "the grader crashed")
+        return result
+
+
+def test_the_verifier_contract_holds_for_a_sound_env(tmp_path: Path, answer_task: Any) -> None:
+    answer_task(tmp_path / "t")
+    env = CodingEnv(tasks=tmp_path)
+    try:
+        checks._malformed_submissions(env, CodingEnv)
+        checks._same_state_same_verdict(3)(env, CodingEnv)
+    finally:
+        env.close()
+
+
+def test_a_verifier_that_changes_its_mind_fails_the_determinism_check(
+        tmp_path: Path, answer_task: Any) -> None:
+    answer_task(tmp_path / "t")
+    env = _Flaky(tasks=tmp_path)
+    _Flaky.graded = 0
+    try:
+        with pytest.raises(checks.CheckFailed) as failed:
+            checks._same_state_same_verdict(3)(env, _Flaky)
+    finally:
+        env.close()
+    assert str(failed.value) == (
+        "the same final state graded 3 times gave 2 x (verdict graded, score 1.0, success True), "
+        "1 x (verdict none, score 0.0, success False)")
+
+
+def test_a_verifier_that_raises_on_a_malformed_submission_fails(tmp_path: Path,
+                                                                answer_task: Any) -> None:
+    answer_task(tmp_path / "t")
+    env = _Fragile(tasks=tmp_path)
+    try:
+        with pytest.raises(checks.CheckFailed) as failed:
+            checks._malformed_submissions(env, _Fragile)
+    finally:
+        env.close()
+    assert str(failed.value).startswith(
+        "submitting random bytes in the workspace's files: the env crashed: taskgym crashed in "
+        "grading: UnicodeDecodeError: 'utf-8' codec can't decode byte")
+
+
+def test_a_null_score_with_no_verdict_is_not_a_zero_reward(tmp_path: Path,
+                                                           answer_task: Any) -> None:
+    answer_task(tmp_path / "t")
+    env = _NoVerdictForNull(tasks=tmp_path)
+    try:
+        _, null, problems = checks.oracle_then_null(env, task_id="t")
+    finally:
+        env.close()
+    assert (null.score, null.verdict) == (0.0, "none")
+    assert problems == ["null on t: score 0.0, success False, no verdict (grader_crash) (want "
+                        "0.0, False, graded): the grader crashed"]

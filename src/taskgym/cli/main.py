@@ -111,6 +111,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+EXIT_NO_VERDICT = 1
+"""``taskgym eval``: an episode had no verdict (the environment failed it, a crash included)."""
+EXIT_ORACLE_NO_VERDICT = 3
+"""``taskgym eval --agent oracle``: the oracle had an episode with no verdict, so this machine
+cannot grade the env (what ``taskgym doctor`` and the listed reasons say to fix)."""
+EVAL_EXIT_STATUS = """\
+exit status:
+  0  every episode was graded (whatever its score)
+  1  some episode had no verdict: the environment failed it (a missing grader dependency,
+     a sandbox that did not start, a crash); the rates above are over graded episodes
+  2  taskgym refused the command (a bad option, an unknown env) before any episode ran
+  3  the agent is the oracle and some episode had no verdict: this machine cannot grade
+     the env as it is (see the reasons listed, and taskgym doctor)"""
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     import taskgym
 
@@ -123,14 +138,20 @@ def cmd_eval(args: argparse.Namespace) -> int:
         **_env_kwargs(args))
     print()
     print(results.table())
-    failures = [r for r in results.records if not r.success]
+    failures = [r for r in results.records if r.graded and not r.success]
     if failures and args.agent == "oracle":
         print("\noracle episodes that did not succeed:")
         for r in failures:
-            print(f"  {r.task_id} (seed {r.seed}): {r.error or r.reason or r.components}")
+            print(f"  {r.task_id} (seed {r.seed}): {r.reason or r.components}")
+    no_verdict = [r for r in results.records if not r.graded]
+    if no_verdict:
+        print("\nepisodes with no verdict (the environment failed, not the agent):")
+        for r in no_verdict:
+            print(f"  {r.task_id} (seed {r.seed}) [{r.failure}]: {r.error or r.reason}")
     print(f"\nevery episode: {output}")
-    crashed = any(r.error for r in results.records)
-    return 1 if crashed else 0
+    if no_verdict and args.agent == "oracle":
+        return EXIT_ORACLE_NO_VERDICT
+    return EXIT_NO_VERDICT if no_verdict else 0
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -222,7 +243,8 @@ def cmd_env_check(args: argparse.Namespace) -> int:
     kwargs: dict[str, Any] = {"sandbox": args.sandbox}
     if args.tasks:
         kwargs["tasks"] = args.tasks
-    report = taskgym.check_task_env(args.env_id, tasks_per_set=args.tasks_per_set, **kwargs)
+    report = taskgym.check_task_env(args.env_id, tasks_per_set=args.tasks_per_set,
+                                    grades=args.grades, **kwargs)
     width = max(map(len, report))
     for name, outcome in report.items():
         mark = "ok  " if outcome == "ok" else "FAIL"
@@ -265,7 +287,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--task", help="task id")
     run.set_defaults(func=cmd_run)
 
-    ev = sub.add_parser("eval", help="evaluate an agent over many episodes")
+    ev = sub.add_parser("eval", help="evaluate an agent over many episodes",
+                        description="Evaluate an agent over many episodes: success rate, mean "
+                        "score and step success rate over the graded episodes, the no-verdict "
+                        "rate and its classes beside them, every episode in a JSONL file.",
+                        epilog=EVAL_EXIT_STATUS,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     episode_options(ev)
     ev.add_argument("--episodes", type=_positive_int,
                     help="default: every task of a finite set once")
@@ -299,12 +326,16 @@ def build_parser() -> argparse.ArgumentParser:
     env_sub = env_parser.add_subparsers(dest="env_command", required=True)
     env_check = env_sub.add_parser(
         "check", help="every promise of a taskgym env: Gymnasium's check_env, tool schemas, "
-                      "oracle 1 / null 0, 500 garbage actions, limits, seeding, clean close")
+                      "oracle 1 / null 0, 500 garbage actions, limits, seeding, clean close, "
+                      "the verifier's contract (malformed submissions, one verdict per state)")
     env_check.add_argument("env_id")
     env_check.add_argument("--sandbox", default="local")
     env_check.add_argument("--tasks", help="task folder(s), or a named set (default: curated)")
     env_check.add_argument("--tasks-per-set", type=int, default=2,
                            help="tasks of the set and of each generator that oracle and null play")
+    env_check.add_argument("--grades", type=_positive_int, default=20,
+                           help="times the oracle's final state is graded (one verdict and one "
+                                "reward expected; default: 20)")
     env_check.set_defaults(func=cmd_env_check)
 
     task = sub.add_parser("task", help="task folder tools")

@@ -7,6 +7,13 @@ every registered id::
 
 ``taskgym env check ENV_ID`` prints the same. Each check catches its own failure, so one
 broken promise does not hide the others.
+
+Among them, the verifier's contract: the oracle scores 1 and the null agent 0, both graded
+(a score of 0 with no verdict is the environment's failure, not the null agent's); malformed
+submissions (the workspace's files overwritten with random bytes, an empty workspace, the
+submit tool's arguments sampled from its schema) end in a graded score in [0, 1], never an
+exception or a crash; and the oracle's final state, graded ``grades`` times (a snapshot
+restored before each submit), gives one verdict and one reward.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from taskgym.agents import NullAgent, OracleAgent
 from taskgym.core.env import TaskEnv
 from taskgym.core.fuzz import fuzz_env
 from taskgym.core.registry import make
+from taskgym.core.reward import RewardResult
 from taskgym.core.spaces import ToolCallSpace
 from taskgym.core.task import GeneratedTaskSet, TaskSet
 from taskgym.evaluation import EpisodeRecord, run_episode
@@ -64,9 +72,10 @@ def oracle_then_null(env: gym.Env[Any, Any], **where: Any
     null = run_episode(env, NullAgent(), **where)
     problems = []
     for record, want in ((oracle, (1.0, True)), (null, (0.0, False))):
-        if (record.score, record.success) != want:
+        if (record.score, record.success) != want or not record.graded:
+            verdict = "" if record.graded else f", no verdict ({record.failure})"
             problems.append(f"{record.agent} on {record.task_id}: score {record.score}, success "
-                            f"{record.success} (want {want[0]}, {want[1]}): "
+                            f"{record.success}{verdict} (want {want[0]}, {want[1]}, graded): "
                             f"{record.error or record.reason or record.components}")
     return oracle, null, problems
 
@@ -201,6 +210,78 @@ def _close_twice_leaves_nothing(env: TaskEnv, make_env: Callable[..., TaskEnv]) 
     _expect(not left, f"left after close(): {', '.join(sorted(left)[:10])}")
 
 
+# -- the verifier's contract ----------------------------------------------------------------
+
+SCRAMBLE = ("find . -type f -not -path './.git/*' 2>/dev/null | head -n 200 | "
+            "while IFS= read -r f; do head -c 777 /dev/urandom > \"$f\"; done")
+"""Overwrite (at most 200 of) the workspace's files with random bytes."""
+EMPTY = "find . -mindepth 1 -maxdepth 1 -exec rm -rf {} + 2>/dev/null; true"
+"""Remove everything from the workspace."""
+
+
+def _final_grade(env: TaskEnv, action: Any, what: str, graded: bool = True) -> RewardResult:
+    """Step ``action`` (again, through the steps of a multi-step task, at most 20 times):
+    the episode must end with a result in [0, 1], graded unless ``graded`` is False."""
+    for _ in range(20):
+        try:
+            obs, reward, terminated, truncated, info = env.step(action)
+        except Exception as exc:
+            raise CheckFailed(f"{what}: step raised {type(exc).__name__}: {exc}") from None
+        if terminated or truncated or "crash" in info:
+            break
+    _expect("crash" not in info, f"{what}: the env crashed: {info.get('error')}")
+    result = info.get("reward")
+    _expect(terminated or truncated, f"{what}: the episode did not end: {obs['text'][:200]!r}")
+    _expect(isinstance(result, RewardResult), f"{what}: the end of the episode has no "
+            "RewardResult in info['reward']")
+    assert isinstance(result, RewardResult)
+    _expect(result.graded or not graded, f"{what}: no verdict ({result.failure}): "
+            f"{result.details.get('reason')}")
+    _expect(0.0 <= reward == result.score <= 1.0, f"{what}: reward {reward} is not the "
+            f"result's score {result.score} in [0, 1]")
+    return result
+
+
+def _malformed_submissions(env: TaskEnv, make_env: Callable[..., TaskEnv]) -> None:
+    submit = env.oracle_actions(env.task_set.pick(0))[-1]  # its submit, with the arguments
+    for what, command in (("random bytes in the workspace's files", SCRAMBLE),
+                          ("an empty workspace", EMPTY)):
+        env.reset(seed=0)
+        env.session.exec(command, timeout=60)
+        _final_grade(env, submit, f"submitting {what}")
+    name = submit.get("tool") if isinstance(submit, dict) else None
+    tool = next((t for t in env.tools if t.name == name), None)
+    if tool is not None:
+        space = ToolCallSpace([tool], seed=0)
+        for i in range(3):  # arguments well-formed for the schema, meaningless for the task
+            env.reset(seed=0)
+            _final_grade(env, space.sample(), f"submit with sampled arguments (#{i + 1})")
+
+
+def _same_state_same_verdict(grades: int) -> Callable[[TaskEnv, Callable[..., TaskEnv]], None]:
+    def check(env: TaskEnv, make_env: Callable[..., TaskEnv]) -> None:
+        env.reset(seed=0)
+        assert env.task is not None
+        actions = env.oracle_actions(env.task)
+        for action in actions[:-1]:
+            env.step(action)
+        _expect(not env.is_over, "the oracle's episode ended before its last action")
+        snap = env.snapshot()
+        seen: dict[tuple[str, float, bool], int] = {}
+        try:
+            for _ in range(grades):
+                env.restore(snap)
+                result = _final_grade(env, actions[-1], "the oracle's final state", graded=False)
+                key = (result.verdict, result.score, result.success)
+                seen[key] = seen.get(key, 0) + 1
+        finally:
+            snap.close()
+        _expect(len(seen) == 1, f"the same final state graded {grades} times gave "
+                + ", ".join(f"{n} x (verdict {v}, score {s}, success {ok})"
+                            for (v, s, ok), n in seen.items()))
+    return check
+
+
 CHECKS: dict[str, Callable[[TaskEnv, Callable[..., TaskEnv]], None]] = {
     "gymnasium_check_env": _gymnasium,
     "tool_schemas": _tool_schemas,
@@ -209,6 +290,7 @@ CHECKS: dict[str, Callable[[TaskEnv, Callable[..., TaskEnv]], None]] = {
     "truncation_by_time_limit": _time_limit,
     "reset_seed_picks_the_same_task": _seeded_reset,
     "close_twice_leaves_nothing": _close_twice_leaves_nothing,
+    "verifier_malformed_submissions_are_graded": _malformed_submissions,
 }
 
 
@@ -246,14 +328,16 @@ def host_state(pid: int | None = None) -> set[str]:
 
 # -- the entry point -------------------------------------------------------------------------
 
-def check_task_env(env: str | gym.Env[Any, Any], *, tasks_per_set: int = 2,
+def check_task_env(env: str | gym.Env[Any, Any], *, tasks_per_set: int = 2, grades: int = 20,
                    **env_kwargs: Any) -> dict[str, str]:
     """Run every check on ``env`` (an id, made with ``env_kwargs``, or an env); return
     ``{check name: "ok" | what failed}``.
 
     The oracle scores 1 with success and the null agent scores 0 on the first
     ``tasks_per_set`` tasks of the env's task set (the curated set unless ``tasks=`` says
-    otherwise) and on ``tasks_per_set`` tasks of each generator. The env
+    otherwise) and on ``tasks_per_set`` tasks of each generator, graded both; the oracle's
+    final state of the first task is graded ``grades`` times (20, as the verifier contract
+    asks; fewer only where a test must be fast) and must give one verdict and one reward. The env
     given is reset and stepped, and closed at the end only when made here; limit and
     clean-up checks use envs of the same class and tasks made for them.
     """
@@ -267,6 +351,7 @@ def check_task_env(env: str | gym.Env[Any, Any], *, tasks_per_set: int = 2,
         return type(base)(tasks=base.task_set, sandbox=base.backend, **overrides)
 
     checks = dict(CHECKS)
+    checks[f"verifier_same_state_same_verdict_{grades}_grades"] = _same_state_same_verdict(grades)
     checks["oracle_1_null_0"] = _oracle_and_null(base.task_set, tasks_per_set)
     generated = base.named_tasks("generated")
     if generated is not None and not isinstance(base.task_set, GeneratedTaskSet):

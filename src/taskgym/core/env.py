@@ -36,6 +36,7 @@ import gymnasium as gym
 import numpy as np
 
 from taskgym.core.env_step import EnvStepping, Observation, StepResult
+from taskgym.core.preflight import GraderNeeds, Requirement, own_image_fix, preflight
 from taskgym.core.reward import RewardResult
 from taskgym.core.spaces import ToolCallSpace, UnicodeText
 from taskgym.core.task import FolderTaskSet, GeneratedTaskSet, Limits, Task, TaskSet, source_version
@@ -112,6 +113,9 @@ class TaskEnv(EnvStepping, gym.Env[Observation, Any], abc.ABC):
     """Modules the local sandbox needs from this process's Python (``host_python``)."""
     extra: ClassVar[str | None] = None
     """The taskgym extra that installs :attr:`requires` (``pip install 'taskgym[<extra>]'``)."""
+    grader_requirements: ClassVar[tuple[Requirement, ...]] = ()
+    """What the grader needs in its sandbox's view (programs, Python modules), checked by
+    :meth:`reset` before an episode starts (see :meth:`grader_needs`)."""
     restored_observation: Observation | None = None
     """The observation the episode was at when its snapshot was taken, after :meth:`restore`
     or :meth:`fork` (for replayed prefixes and :func:`taskgym.rollouts.group`: the last
@@ -225,6 +229,26 @@ class TaskEnv(EnvStepping, gym.Env[Observation, Any], abc.ABC):
         """Host folder copied into the workspace at reset."""
         return None
 
+    def grader_needs(self, task: Task) -> GraderNeeds | None:
+        """What ``task``'s grader needs in the view of its sandbox, which :meth:`reset` checks
+        before the episode starts (:mod:`taskgym.core.preflight`): :attr:`grader_requirements`
+        in the view of the :attr:`grader`'s spec (else the agent's sandbox's); ``None``:
+        nothing to check."""
+        if not self.grader_requirements:
+            return None
+        spec = self.make_grader(task).spec if self.grader else self.sandbox_spec(task)
+        return GraderNeeds(self.grader_requirements, image=spec.image,
+                           host_python=spec.host_python,
+                           image_fix=own_image_fix(spec.image, self.image))
+
+    def make_grader(self, task: Task) -> Grader:
+        """The :class:`~taskgym.sandbox.grading.Grader` of :attr:`grader` for ``task``."""
+        assert self.grader is not None
+        module, _, function = self.grader.partition(":")
+        made: Grader = getattr(importlib.import_module(module), function)(
+            task, self.container_image(task))
+        return made
+
     def sandbox_spec(self, task: Task) -> SandboxSpec:
         """Sandbox shape and limits for ``task``."""
         limits = self.limits(task)
@@ -315,6 +339,9 @@ class TaskEnv(EnvStepping, gym.Env[Observation, Any], abc.ABC):
             task = self.task_set.pick(seed)
         else:
             task = self.task_set.pick(int(self.np_random.integers(0, 2**31 - 1)))
+        needs = self.grader_needs(task)
+        if needs is not None:  # once per backend, view and needs (cached): never a step's cost
+            preflight(self.backend, needs, f"{type(self).__name__}'s task {task.id}")
         self.task = task
         self._session = self.backend.start(self.sandbox_spec(task), self.workspace_seed(task))
         self._expect_grade(task)
@@ -360,9 +387,7 @@ class TaskEnv(EnvStepping, gym.Env[Observation, Any], abc.ABC):
         when the task's kind is not the last one's)."""
         if self.grader is None:
             return
-        module, _, function = self.grader.partition(":")
-        made: Grader = getattr(importlib.import_module(module), function)(
-            task, self.container_image(task))
+        made = self.make_grader(task)
         if made.preload is None:
             return
         old = lease = self._lease

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from taskgym.core.preflight import Requirement
 from taskgym.core.reward import RewardResult, submitted_file
 from taskgym.core.task import Task
 from taskgym.core.tool import Tool, ToolArgs, ToolResult
@@ -54,6 +55,8 @@ class CadEnv(WorkerEnv):
     grader = "taskgym.domains.cad.verifier:grader_of"
     local_requires = ("cadquery",)
     extra = "cad"
+    grader_requirements = (Requirement("cad: cadquery", programs=("python3",),
+                                       modules=("cadquery",), extra="cad"),)
 
     inside = INSIDE_DIR
     mount = INSIDE_MOUNT

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from taskgym.core.env import TaskEnv
+from taskgym.core.preflight import PYTEST, PYTHON3, GraderNeeds, Requirement, own_image_fix
 from taskgym.core.reward import RewardResult
 from taskgym.core.solutions import oracle_plan, solution_mount
 from taskgym.core.task import Task
@@ -13,7 +14,8 @@ from taskgym.core.task_layouts import step_dir
 from taskgym.core.task_steps import StepRun, prepare_step
 from taskgym.core.tool import Tool, ToolResult
 from taskgym.core.workspace import task_workspace
-from taskgym.domains.coding.verifier import verify_session
+from taskgym.domains.coding.script_needs import cached_script_needs, refuse_unloaded_plugins
+from taskgym.domains.coding.verifier import grader_mode, verify_session
 from taskgym.errors import ConfigError, TaskgymError
 from taskgym.sandbox import SandboxSpec, Session
 from taskgym.tools import shell_tools
@@ -91,6 +93,26 @@ class CodingEnv(TaskEnv):
 
     def workspace_seed(self, task: Task) -> Path | None:
         return task_workspace(task, self.backend, self.sandbox_spec(task), self.image)
+
+    def grader_needs(self, task: Task) -> GraderNeeds:
+        """python3 and pytest for taskgym's per-test run; python3 and what a static read of
+        the test scripts finds (commands, pytest plugins: :mod:`.script_needs`) for Harbor's
+        test.sh and Terminal-Bench 1's run-tests.sh; in the grader's view (the agent's image)."""
+        image = self.container_image(task)
+        requirements: tuple[Requirement, ...] = (PYTEST,)
+        unknown: tuple[str, ...] = ()
+        if grader_mode(task) != "pytest":
+            scripts = [*(task.path / "tests").glob("test.sh"), *task.path.glob("run-tests.sh"),
+                       *task.path.glob("steps/*/tests/test.sh")]
+            requirements = (PYTHON3,)
+            for script in sorted(scripts):
+                found = cached_script_needs(script)
+                requirements += tuple(r for r in found.requirements() if r not in requirements)
+                if found.installs:
+                    unknown = ("what the test scripts install as they run",)
+                refuse_unloaded_plugins(task, script, found)
+        return GraderNeeds(requirements, image=image, image_fix=own_image_fix(image, self.image),
+                           unknown=unknown)
 
     def verify(self, task: Task, session: Session) -> RewardResult:
         run = self._step_run

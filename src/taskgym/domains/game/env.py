@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import Field
 
 from taskgym.core.env import TaskEnv
+from taskgym.core.preflight import Requirement, system_fix
 from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task
 from taskgym.core.tool import Tool, ToolArgs, ToolResult
@@ -72,11 +73,14 @@ class GameEnv(TaskEnv):
     generators = FAMILIES
     generate = "taskgym.domains.game.generators:generate"
     extra = "game"
+    grader_requirements = (Requirement(f"game: {ENGINE}", programs=(ENGINE,),
+                                       packages="godot3-server"),)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if shutil.which(ENGINE) is None:
-            raise MissingDependencyError(f"GameEnv needs the Godot 3 headless engine ({ENGINE}): sudo "
-                                         "apt-get install godot3-server (or ./scripts/install.sh --game)")
+            raise MissingDependencyError(f"GameEnv needs the Godot 3 headless engine ({ENGINE}): "
+                                         f"{system_fix('godot3-server')} (or ./scripts/install.sh "
+                                         "--game)")
         super().__init__(*args, **kwargs)
 
     def sandbox_spec(self, task: Task) -> SandboxSpec:

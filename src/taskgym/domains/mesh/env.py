@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from taskgym.core.preflight import Requirement
 from taskgym.core.reward import RewardResult, submitted_file
 from taskgym.core.task import Task
 from taskgym.core.tool import Tool, ToolArgs, ToolResult
@@ -72,6 +73,8 @@ class MeshEnv(WorkerEnv):
     grader = "taskgym.domains.mesh.verifier:grader_of"
     requires = ("trimesh", "manifold3d", "scipy")  # to make its tasks, and in the local sandbox
     extra = "mesh"
+    grader_requirements = (Requirement("mesh: trimesh, manifold3d, scipy", programs=("python3",),
+                                       modules=requires, extra="mesh"),)
 
     inside = INSIDE_DIR
     mount = INSIDE_MOUNT
