@@ -1,0 +1,196 @@
+"""Faults injected from outside the sandbox end the episode with no verdict, of their class.
+
+Each test breaks grading the way the environment can fail (the grading sandbox killed from the
+host, a grader dependency hidden from the sandbox's view, a grader stalled in its own setup,
+the host out of descriptors, the task's hidden tests broken), checks that the episode ends
+with ``info["verdict"] == "none"`` and its class, that nothing is left behind, and that the
+next episode on the same env is graded as usual. The attacks that break grading from inside
+(tests/domains/coding/test_hacks.py) stay graded.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import taskgym
+from taskgym.agents import OracleAgent
+from taskgym.domains.coding import verifier as coding_verifier
+from taskgym.evaluation import run_episode
+from taskgym.sandbox import leftovers
+from taskgym.sandbox.cleanup import cgroup_parents, runtime_root
+from taskgym.sandbox.local import LocalBackend
+from taskgym.sandbox.procs import children
+
+pytestmark = [pytest.mark.sandbox]
+
+CALC = Path(__file__).parent.parent / "fixtures" / "coding" / "calc"
+SUBMIT = {"tool": "submit", "args": {}}
+SLOW_CALC = {"tool": "write_file", "args": {"path": "calc.py", "content":
+                                            "import time\ntime.sleep(30)\n"}}
+
+
+def calc_task(folder: Path, verifier_timeout: int = 60) -> Path:
+    """A copy of the calc fixture whose grade may run ``verifier_timeout`` seconds."""
+    shutil.copytree(CALC, folder)
+    toml = folder / "task.toml"
+    toml.write_text(toml.read_text().replace("timeout_sec = 60", f"timeout_sec = {verifier_timeout}"))
+    return folder
+
+
+def ours() -> dict[str, set[str]]:
+    """This process's sandbox processes, runtime folders and cgroups."""
+    prefix = f"{os.getpid()}-"
+    cgroups = {str(c) for parent in cgroup_parents() if parent.is_dir()
+               for c in parent.iterdir() if c.is_dir() and c.name.startswith(prefix)}
+    return {"processes": {str(p) for p in children(os.getpid())},
+            "runtime dirs": {str(p) for p in runtime_root().iterdir()
+                             if p.name.startswith(prefix)},
+            "cgroups": cgroups}
+
+
+@pytest.fixture()
+def env(tmp_path: Path) -> Iterator[Any]:
+    made = taskgym.make("coding-terminal-v0", tasks=str(calc_task(tmp_path / "calc", 8)))
+    yield made
+    made.close()
+
+
+def no_verdict(env: Any, steps: list[dict[str, Any]], failure: str, reset: bool = True,
+               repair: Any = None) -> dict[str, Any]:
+    """Play ``steps`` then submit (after a reset, unless ``reset`` is False); the end must be
+    a no-verdict of class ``failure`` and leave nothing behind; then, ``repair`` called, the
+    next episode must score 1 with the oracle."""
+    if reset:
+        env.reset(seed=0)
+    before = ours()
+    for action in steps:
+        *_, terminated, truncated, _ = env.step(action)
+        assert not (terminated or truncated)
+    obs, reward, terminated, truncated, info = env.step(SUBMIT)
+    assert (info["verdict"], info["failure"]) == ("none", failure), info
+    assert (reward, terminated, truncated) == (0.0, True, False)
+    assert info["reward"].verdict == "none" and info["reward"].failure == failure
+    assert f"no verdict ({failure})" in obs["text"] and info["error"]
+    after = ours()
+    assert {kind: found - before[kind] for kind, found in after.items()} == {
+        "processes": set(), "runtime dirs": set(), "cgroups": set()}
+    assert not [p for p in leftovers() if p.name.startswith(f"{os.getpid()}-")]
+    if repair is not None:
+        repair()
+    record = run_episode(env, OracleAgent(env))  # the env works again
+    assert record.score == 1.0 and env.unwrapped.last_reward.graded
+    return info
+
+
+def test_grading_sandbox_killed_from_the_host_mid_grade(env: Any, monkeypatch) -> None:
+    # the grader has started on the agent's code (which sleeps): a kill of bwrap's outer
+    # process, which nothing inside can signal, is the host's doing
+    launch = LocalBackend.launch
+
+    def launch_then_kill(self: LocalBackend, spec: Any, command: list[str], *args: Any,
+                         **kwargs: Any) -> Any:
+        launched = launch(self, spec, command, *args, **kwargs)
+        if "/.grader/runner.py" in command:
+            timer = threading.Timer(2.0, os.kill, (launched.proc.pid, signal.SIGKILL))
+            timer.start()
+            timer.join()  # launch returns once the grader is past its start
+        return launched
+
+    monkeypatch.setattr(LocalBackend, "launch", launch_then_kill)
+    info = no_verdict(env, [SLOW_CALC], "grader_crash", repair=monkeypatch.undo)
+    assert "killed from outside" in info["error"]
+
+
+def test_grader_dependency_hidden_from_the_sandbox(env: Any, tmp_path: Path, monkeypatch) -> None:
+    # the packages of the sandbox Python's pytest covered by an empty folder in the grading
+    # sandbox's view of the system
+    found = subprocess.run(["/usr/bin/python3", "-I", "-c", "import pytest, _pytest; "
+                            "print(pytest.__file__); print(_pytest.__file__)"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    hide = {}
+    for number, file in enumerate(found):
+        empty = tmp_path / f"empty{number}"
+        empty.mkdir()
+        hide[str(empty)] = str(Path(file).parent)
+    spec = coding_verifier.SandboxSpec
+
+    def without_pytest(**fields: Any) -> Any:
+        return spec(**{**fields, "ro_binds": {**fields["ro_binds"], **hide}})
+
+    monkeypatch.setattr(coding_verifier, "SandboxSpec", without_pytest)
+    info = no_verdict(env, [], "grader_dependency", repair=monkeypatch.undo)
+    assert "cannot import pytest" in info["error"]
+
+
+def test_grader_past_its_time_limit_in_its_own_setup(env: Any, tmp_path: Path,
+                                                     monkeypatch) -> None:
+    # the grader stalls after "begun", before "started": nothing of the agent's ran yet
+    grader = tmp_path / "grader"
+    shutil.copytree(coding_verifier.GRADER_DIR, grader)
+    runner = grader / "runner.py"
+    source = runner.read_text()
+    marker = '    send(phase="begun")'
+    assert marker in source
+    runner.write_text(source.replace(marker, marker + "\n    import time\n    time.sleep(600)"))
+    monkeypatch.setattr(coding_verifier, "GRADER_DIR", grader)
+    info = no_verdict(env, [], "grader_timeout", repair=monkeypatch.undo)
+    assert "in its own setup" in info["error"]
+
+
+def test_host_out_of_descriptors_at_grading(env: Any) -> None:
+    # this process's descriptor limit lowered from outside the sandbox, around the grade only
+    env.reset(seed=0)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    step = env.step
+
+    def starved_step(action: Any) -> Any:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 1, hard))
+        try:
+            return step(action)
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+    env.step = starved_step
+    try:
+        info = no_verdict(env, [], "host_resources", reset=False,
+                          repair=lambda: delattr(env, "step"))
+    finally:
+        if "step" in vars(env):
+            del env.step
+    assert "descriptor" in info["error"]
+
+
+def test_reference_tests_corrupted(env: Any, tmp_path: Path) -> None:
+    env.reset(seed=0)
+    test_file = env.unwrapped.task.path / "tests" / "test_calc.py"
+    original = test_file.read_text()
+    test_file.write_text(original + "\ndef broken(:\n")
+    try:
+        info = no_verdict(env, [], "reference", reset=False,
+                          repair=lambda: test_file.write_text(original))
+    finally:
+        test_file.write_text(original)
+    assert "do not compile" in info["error"]
+
+
+def test_reference_tests_missing(env: Any) -> None:
+    env.reset(seed=0)
+    tests = env.unwrapped.task.path / "tests"
+    away = tests.with_name("tests.away")
+    tests.rename(away)
+    try:
+        info = no_verdict(env, [], "reference", reset=False, repair=lambda: away.rename(tests))
+    finally:
+        if away.exists():
+            away.rename(tests)
+    assert "test_" in info["error"]
