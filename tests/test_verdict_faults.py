@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -107,7 +108,7 @@ def test_grading_sandbox_killed_from_the_host_mid_grade(env: Any, monkeypatch) -
         return launched
 
     monkeypatch.setattr(LocalBackend, "launch", launch_then_kill)
-    info = no_verdict(env, [SLOW_CALC], "grader_crash", repair=monkeypatch.undo)
+    info = no_verdict(env, [SLOW_CALC], "backend_lost", repair=monkeypatch.undo)
     assert "killed from outside" in info["error"]
 
 
@@ -194,3 +195,44 @@ def test_reference_tests_missing(env: Any) -> None:
         if away.exists():
             away.rename(tests)
     assert "test_" in info["error"]
+
+
+@pytest.mark.docker
+def test_docker_engine_gone_mid_episode(tmp_path: Path, monkeypatch) -> None:
+    # this process's engine client refuses every request, as a stopped dockerd does (the
+    # shared engine other test runs use is left alone); the env's own backend, not a shared one
+    import requests
+
+    from taskgym.sandbox.docker import DockerBackend
+    from taskgym.sandbox.docker.container import OWNER_LABEL
+
+    backend = DockerBackend(pool_size=0)
+    made = taskgym.make("coding-terminal-v0", tasks=str(calc_task(tmp_path / "calc", 30)),
+                        sandbox=backend)
+
+    def ours_in_docker() -> set[str]:
+        return {c["Id"] for c in backend.api.containers(
+            all=True, filters={"label": f"{OWNER_LABEL}={backend.owner}"})}
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise requests.exceptions.ConnectionError(
+            "('Connection aborted.', FileNotFoundError(2, 'No such file or directory'))")
+
+    try:
+        made.reset(seed=0)
+        made.step({"tool": "bash", "args": {"command": "echo hi"}})
+        monkeypatch.setattr(backend.api, "send", refused)
+        *_, terminated, truncated, info = made.step(SUBMIT)
+        assert (info["verdict"], info.get("failure"), terminated, truncated) == (
+            "none", "backend_lost", True, False), info
+        assert "docker engine" in info["error"]
+        monkeypatch.undo()  # the engine is back
+        record = run_episode(made, OracleAgent(made))
+        assert record.score == 1.0
+    finally:
+        made.close()
+        backend.close()
+    deadline = time.monotonic() + 30
+    while ours_in_docker() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not ours_in_docker()

@@ -56,7 +56,7 @@ def no_verdict_of(exc: BaseException) -> RewardResult | None:
         return RewardResult.no_verdict(FailureClass.HOST_RESOURCES, f"{exc} (the host ran out, "
                                        "not the sandbox: free resources, then reset)")
     if isinstance(exc, SandboxLostError):
-        return RewardResult.no_verdict(FailureClass.GRADER_CRASH, str(exc))
+        return RewardResult.no_verdict(FailureClass.BACKEND_LOST, str(exc))
     if isinstance(exc, SandboxUnavailableError):
         return RewardResult.no_verdict(FailureClass.SANDBOX_START, f"{exc} (`taskgym doctor` "
                                        "checks the backend)")
