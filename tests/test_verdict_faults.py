@@ -27,12 +27,10 @@ import taskgym
 from taskgym.agents import OracleAgent
 from taskgym.domains.coding import verifier as coding_verifier
 from taskgym.evaluation import run_episode
-from taskgym.sandbox import leftovers
+from taskgym.sandbox import Backend, leftovers
 from taskgym.sandbox.cleanup import cgroup_parents, runtime_root
 from taskgym.sandbox.local import LocalBackend
 from taskgym.sandbox.procs import children
-
-pytestmark = [pytest.mark.sandbox]
 
 CALC = Path(__file__).parent.parent / "fixtures" / "coding" / "calc"
 SUBMIT = {"tool": "submit", "args": {}}
@@ -61,7 +59,17 @@ def ours() -> dict[str, set[str]]:
 
 @pytest.fixture()
 def env(tmp_path: Path) -> Iterator[Any]:
+    """The calc task on the local sandbox."""
     made = taskgym.make("coding-terminal-v0", tasks=str(calc_task(tmp_path / "calc", 8)))
+    yield made
+    made.close()
+
+
+@pytest.fixture()
+def either_env(tmp_path: Path, backend: Backend) -> Iterator[Any]:
+    """The calc task on each backend in turn."""
+    made = taskgym.make("coding-terminal-v0", tasks=str(calc_task(tmp_path / "calc", 8)),
+                        sandbox=backend)
     yield made
     made.close()
 
@@ -93,6 +101,7 @@ def no_verdict(env: Any, steps: list[dict[str, Any]], failure: str, reset: bool 
     return info
 
 
+@pytest.mark.sandbox
 def test_grading_sandbox_killed_from_the_host_mid_grade(env: Any, monkeypatch) -> None:
     # the grader has started on the agent's code (which sleeps): a kill of bwrap's outer
     # process, which nothing inside can signal, is the host's doing
@@ -112,6 +121,7 @@ def test_grading_sandbox_killed_from_the_host_mid_grade(env: Any, monkeypatch) -
     assert "killed from outside" in info["error"]
 
 
+@pytest.mark.sandbox
 def test_grader_dependency_hidden_from_the_sandbox(env: Any, tmp_path: Path, monkeypatch) -> None:
     # the packages of the sandbox Python's pytest covered by an empty folder in the grading
     # sandbox's view of the system
@@ -133,8 +143,9 @@ def test_grader_dependency_hidden_from_the_sandbox(env: Any, tmp_path: Path, mon
     assert "cannot import pytest" in info["error"]
 
 
-def test_grader_past_its_time_limit_in_its_own_setup(env: Any, tmp_path: Path,
+def test_grader_past_its_time_limit_in_its_own_setup(either_env: Any, tmp_path: Path,
                                                      monkeypatch) -> None:
+    env = either_env
     # the grader stalls after "begun", before "started": nothing of the agent's ran yet
     grader = tmp_path / "grader"
     shutil.copytree(coding_verifier.GRADER_DIR, grader)
@@ -148,6 +159,7 @@ def test_grader_past_its_time_limit_in_its_own_setup(env: Any, tmp_path: Path,
     assert "in its own setup" in info["error"]
 
 
+@pytest.mark.sandbox
 def test_host_out_of_descriptors_at_grading(env: Any) -> None:
     # this process's descriptor limit lowered from outside the sandbox, around the grade only
     env.reset(seed=0)
@@ -171,7 +183,8 @@ def test_host_out_of_descriptors_at_grading(env: Any) -> None:
     assert "descriptor" in info["error"]
 
 
-def test_reference_tests_corrupted(env: Any, tmp_path: Path) -> None:
+def test_reference_tests_corrupted(either_env: Any) -> None:
+    env = either_env
     env.reset(seed=0)
     test_file = env.unwrapped.task.path / "tests" / "test_calc.py"
     original = test_file.read_text()
@@ -184,7 +197,8 @@ def test_reference_tests_corrupted(env: Any, tmp_path: Path) -> None:
     assert "do not compile" in info["error"]
 
 
-def test_reference_tests_missing(env: Any) -> None:
+def test_reference_tests_missing(either_env: Any) -> None:
+    env = either_env
     env.reset(seed=0)
     tests = env.unwrapped.task.path / "tests"
     away = tests.with_name("tests.away")
@@ -218,6 +232,7 @@ def test_docker_engine_gone_mid_episode(tmp_path: Path, monkeypatch) -> None:
         raise requests.exceptions.ConnectionError(
             "('Connection aborted.', FileNotFoundError(2, 'No such file or directory'))")
 
+    before = ours_in_docker()  # this process's other backends' (a warm pool's)
     try:
         made.reset(seed=0)
         made.step({"tool": "bash", "args": {"command": "echo hi"}})
@@ -233,6 +248,6 @@ def test_docker_engine_gone_mid_episode(tmp_path: Path, monkeypatch) -> None:
         made.close()
         backend.close()
     deadline = time.monotonic() + 30
-    while ours_in_docker() and time.monotonic() < deadline:
+    while ours_in_docker() - before and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert not ours_in_docker()
+    assert not ours_in_docker() - before
