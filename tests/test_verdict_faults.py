@@ -26,6 +26,7 @@ import pytest
 import taskgym
 from taskgym.agents import OracleAgent
 from taskgym.domains.coding import verifier as coding_verifier
+from taskgym.errors import SandboxError
 from taskgym.evaluation import run_episode
 from taskgym.sandbox import Backend, leftovers
 from taskgym.sandbox.cleanup import cgroup_parents, runtime_root
@@ -157,6 +158,34 @@ def test_grader_past_its_time_limit_in_its_own_setup(either_env: Any, tmp_path: 
     monkeypatch.setattr(coding_verifier, "GRADER_DIR", grader)
     info = no_verdict(env, [], "grader_timeout", repair=monkeypatch.undo)
     assert "in its own setup" in info["error"]
+
+
+@pytest.mark.sandbox
+def test_grading_sandbox_that_cannot_start(env: Any, monkeypatch) -> None:
+    launch = LocalBackend.launch
+
+    def failing_for_the_grader(self: LocalBackend, spec: Any, command: list[str], *args: Any,
+                               **kwargs: Any) -> Any:
+        if "/.grader/runner.py" in command:
+            raise SandboxError("bubblewrap failed to start the sandbox: bwrap: Creating new "
+                               "namespace failed: Resource temporarily unavailable")
+        return launch(self, spec, command, *args, **kwargs)
+
+    monkeypatch.setattr(LocalBackend, "launch", failing_for_the_grader)
+    info = no_verdict(env, [], "sandbox_start", repair=monkeypatch.undo)
+    assert "could not start" in info["error"]
+
+
+def test_grader_crash_in_its_own_setup(either_env: Any, tmp_path: Path, monkeypatch) -> None:
+    env = either_env
+    grader = tmp_path / "grader"
+    shutil.copytree(coding_verifier.GRADER_DIR, grader)
+    runner = grader / "runner.py"
+    marker = '    send(phase="begun")'
+    runner.write_text(runner.read_text().replace(marker, marker + "\n    os._exit(70)"))
+    monkeypatch.setattr(coding_verifier, "GRADER_DIR", grader)
+    info = no_verdict(env, [], "grader_crash", repair=monkeypatch.undo)
+    assert "died in its own setup" in info["error"]
 
 
 @pytest.mark.sandbox
