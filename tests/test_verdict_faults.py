@@ -87,7 +87,7 @@ def no_verdict(env: Any, steps: list[dict[str, Any]], failure: str, reset: bool 
         *_, terminated, truncated, _ = env.step(action)
         assert not (terminated or truncated)
     obs, reward, terminated, truncated, info = env.step(SUBMIT)
-    assert (info["verdict"], info["failure"]) == ("none", failure), info
+    assert (info["verdict"], info.get("failure")) == ("none", failure), info
     assert (reward, terminated, truncated) == (0.0, True, False)
     assert info["reward"].verdict == "none" and info["reward"].failure == failure
     assert f"no verdict ({failure})" in obs["text"] and info["error"]
@@ -280,3 +280,27 @@ def test_docker_engine_gone_mid_episode(tmp_path: Path, monkeypatch) -> None:
     while ours_in_docker() - before and time.monotonic() < deadline:
         time.sleep(0.5)
     assert not ours_in_docker() - before
+
+
+@pytest.mark.docker
+def test_grading_container_killed_from_the_host_mid_grade(tmp_path: Path, docker_backend: Any,
+                                                          monkeypatch) -> None:
+    # the grader has started on the agent's code (which sleeps): the grading container killed
+    # through the engine, as an operator or the host's OOM policy would
+    made = taskgym.make("coding-terminal-v0", tasks=str(calc_task(tmp_path / "calc", 30)),
+                        sandbox=docker_backend)
+    fresh = type(docker_backend)._fresh
+
+    def fresh_then_kill(self: Any, spec: Any, seed: Any) -> Any:
+        session = fresh(self, spec, seed)
+        if "/.grader" in spec.ro_binds.values():
+            container = session._container
+            threading.Timer(3.0, self.api.kill, (container.id,)).start()
+        return session
+
+    monkeypatch.setattr(type(docker_backend), "_fresh", fresh_then_kill)
+    try:
+        info = no_verdict(made, [SLOW_CALC], "backend_lost", repair=monkeypatch.undo)
+    finally:
+        made.close()
+    assert "killed from outside" in info["error"]
