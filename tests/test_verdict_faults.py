@@ -10,6 +10,7 @@ next episode on the same env is graded as usual. The attacks that break grading 
 
 from __future__ import annotations
 
+import errno
 import os
 import resource
 import shutil
@@ -186,6 +187,22 @@ def test_grader_crash_in_its_own_setup(either_env: Any, tmp_path: Path, monkeypa
     monkeypatch.setattr(coding_verifier, "GRADER_DIR", grader)
     info = no_verdict(env, [], "grader_crash", repair=monkeypatch.undo)
     assert "died in its own setup" in info["error"]
+
+
+@pytest.mark.sandbox
+def test_host_out_of_processes_at_grading(env: Any, monkeypatch) -> None:
+    # the host's fork of bwrap refused with EAGAIN, as a full pid table or this user's
+    # RLIMIT_NPROC (which root, running these tests, is exempt from) gives it
+    popen = subprocess.Popen
+
+    def no_process_left(args: Any, *rest: Any, **kwargs: Any) -> Any:
+        if "/.grader/runner.py" in args:
+            raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+        return popen(args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", no_process_left)
+    info = no_verdict(env, [], "host_resources", repair=monkeypatch.undo)
+    assert "out of processes or memory" in info["error"]
 
 
 @pytest.mark.sandbox
