@@ -202,6 +202,10 @@ BREAKING_THE_GRADER: dict[str, list[dict[str, Any]]] = {
         write("_pytest/__init__.py", "raise ImportError('no _pytest here')\n"),
         write("_pytest/main.py", "raise SystemExit(3)\n"),
     ],
+    "folders nested 3,000 deep (a recursive copy of the workspace crashes)": [
+        bash("p=$(printf 'd/%.0s' $(seq 1 1500)); mkdir -p /app/$p && (cd /app/$p && mkdir -p $p)"
+             " && echo made"),
+    ],
     "a fork bomb left running at submit": [
         bash("nohup setsid sh -c 'f() { f | f & }; f' >/dev/null 2>&1 & echo started"),
     ],
