@@ -78,14 +78,17 @@ def raise_no_verdict(failure: FailureClass, reason: str) -> None:
 
 
 def grader_verdict(records: Sequence[dict[str, Any]], *, timed_out: bool, timeout: float,
-                   log: str, exit_code: int | None = None) -> RewardResult | None:
+                   log: str, exit_code: int | None = None,
+                   memory_full: bool = False) -> RewardResult | None:
     """The no-verdict result of an in-sandbox grade that ended without its report, or ``None``
     when it is the policy's (graded as a failure).
 
     ``records`` are what the grader reported (nonce-tagged). A grader that never reported
     ``begun`` never ran past the seed copy, which holds the policy's files: graded. One that
     reported ``started`` was on the policy's work: graded. In between, the grader's own setup
-    failed: its ``dependency`` or ``reference`` record says which, else a timeout or a crash.
+    failed: its ``dependency`` or ``reference`` record says which, else a timeout or a crash,
+    unless the grade's memory peaked near its cap (``memory_full``): the copied workspace is
+    charged to the same memory, so the policy's files may have starved the setup.
     Without ``begun``, an ``exit_code`` of 126 or 127 (given by a caller whose grader is
     ``exec``'d by the seed-copying shell, with nothing of the policy's running) is that
     shell's: the grader's interpreter is missing from the sandbox's read-only system, which the
@@ -99,7 +102,7 @@ def grader_verdict(records: Sequence[dict[str, Any]], *, timed_out: bool, timeou
                 f"the grading sandbox (exit status {exit_code}); `taskgym doctor` checks what the "
                 "sandbox needs", log=log)
         return None
-    if STARTED in phases:
+    if STARTED in phases or memory_full:  # the policy's files fill the sandbox's memory too
         return None
     for record in records:
         if isinstance(record.get("dependency"), str):

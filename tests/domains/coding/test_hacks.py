@@ -239,6 +239,25 @@ def test_breaking_the_grader_is_a_graded_zero(quick_env: gym.Env[Any, Any], atta
     assert record.score == 0.0 and not record.success and record.error is None, (attack, record)
 
 
+@pytest.mark.parametrize("megabytes", [185, 190])
+def test_a_workspace_that_fills_the_graders_memory_is_a_graded_zero(
+        backend: Backend, tmp_path: Path, megabytes: int) -> None:
+    # a task whose disk cap is above its memory cap: the workspace, copied into the grading
+    # sandbox's tmpfs, is charged to its memory, and the grader's own setup (pytest's import)
+    # dies of it before it reports "started"; the policy chose that, so it stays graded
+    task = tmp_path / "calc"
+    shutil.copytree(CALC, task)
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text() + "[environment]\nmemory_mb = 200\ndisk_mb = 512\n")
+    env = taskgym.make("coding-terminal-v0", tasks=str(task), sandbox=backend)
+    try:
+        record = run_episode(env, ScriptedAgent([bash(f"head -c {megabytes}M /dev/zero > blob")]))
+        assert env.unwrapped.last_reward.verdict == "graded", env.unwrapped.last_reward
+        assert record.score == 0.0
+    finally:
+        env.close()
+
+
 @pytest.fixture(scope="module")
 def env(backend: Backend) -> Iterator[gym.Env[Any, Any]]:
     """The calc task on each backend in turn."""

@@ -107,8 +107,9 @@ def _run_grader(task: Task, mode: str, tests: Path, workspace: Path, backend: Ba
     records = run.records[: run.records.index(final) + 1] if final is not None else run.records
     common = {"log": run.log(), **run.costs(), "grader": mode}
     if final is None:
+        memory_full = run.usage.peak_memory_bytes >= 0.9 * (limits.memory_mb << 20)
         verdictless = grader_verdict(run.records, exit_code=result.exit_code,
-                                     timed_out=result.timed_out,
+                                     timed_out=result.timed_out, memory_full=memory_full,
                                      timeout=limits.verifier_timeout_sec, log=run.log())
         if verdictless is not None:
             return verdictless
