@@ -70,6 +70,31 @@ def _docker_problem() -> str | None:
     return problem
 
 
+@pytest.fixture(autouse=True)
+def hacks_stay_graded(request: pytest.FixtureRequest,
+                      monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """In every test marked ``hacks``: no episode an attack ended has no verdict (what the
+    policy can cause is graded, docs/security.md), on whichever env the test plays."""
+    if request.node.get_closest_marker("hacks") is None:
+        yield
+        return
+    from taskgym.core.env_step import EnvStepping
+
+    ended: list[tuple[Any, ...]] = []
+    step_plan = EnvStepping.step_plan
+
+    def recording(self: EnvStepping, action: Any) -> Any:
+        result = yield from step_plan(self, action)
+        info = result[4]
+        if "verdict" in info:
+            ended.append((info["verdict"], info.get("failure"), info.get("error")))
+        return result
+
+    monkeypatch.setattr(EnvStepping, "step_plan", recording)
+    yield
+    assert [end for end in ended if end[0] != "graded"] == []
+
+
 @pytest.fixture(scope="session")
 def local_backend() -> LocalBackend:
     if _PROBLEM is not None:

@@ -245,13 +245,15 @@ def test_a_tool_bug_ends_the_episode_with_a_crash_record(tmp_path, answer_task) 
         session = env.session
         assert env.step(ECHO)[0]["text"] == "hi\n[exit code 0]"
         obs, reward, terminated, truncated, info = env.step({"tool": "buggy", "args": {}})
-        assert (reward, terminated, truncated) == (0.0, False, True)
+        assert (reward, terminated, truncated) == (0.0, True, False)
         crash = info["crash"]
         assert (crash["type"], crash["message"], crash["where"]) == (
             "KeyError", "'missing'", "the buggy tool")
         assert 'return {}["missing"]' in crash["traceback"]
         assert info["error"].startswith("taskgym crashed in the buggy tool: KeyError: 'missing'.")
-        assert obs["text"] == f"error: {info['error']}" and "reward" not in info
+        assert obs["text"] == f"error: {info['error']}"
+        assert (info["verdict"], info["failure"]) == ("none", "taskgym_crash")
+        assert info["reward"] == env.last_reward and not info["reward"].graded
         assert not session.alive  # the sandbox is gone
         assert "reset()" in env.step(ECHO)[4]["error"]  # the episode is over
         env.reset(seed=0)  # and the env works again
@@ -267,9 +269,10 @@ def test_a_verifier_bug_ends_the_episode_with_a_crash_record(tmp_path, answer_ta
     try:
         env.reset(seed=0)
         obs, reward, terminated, truncated, info = env.step(SUBMIT)
-        assert (reward, terminated, truncated) == (0.0, False, True)
+        assert (reward, terminated, truncated) == (0.0, True, False)
         assert (info["crash"]["type"], info["crash"]["where"]) == ("ZeroDivisionError", "grading")
-        assert "verifier bug" in info["error"] and "reward" not in info
-        assert env.last_reward is None
+        assert "verifier bug" in info["error"]
+        assert (info["verdict"], info["failure"]) == ("none", "taskgym_crash")
+        assert env.last_reward is not None and env.last_reward.failure == "taskgym_crash"
     finally:
         env.close()

@@ -9,6 +9,8 @@ TaskgymError
 │   └── GraderDependencyError           what a task's grader needs is missing in its sandbox
 ├── SandboxError(RuntimeError)          the sandbox could not be started or used
 │   ├── SandboxUnavailableError         this backend cannot run on this machine
+│   ├── HostResourceError               the host ran out of descriptors, processes or memory
+│   ├── SandboxLostError                a sandbox was taken away from outside (killed, engine gone)
 │   ├── SandboxTimeout(TimeoutError)    a sandbox operation ran past its deadline
 │   ├── SandboxTextError(ConfigError)   text a sandbox cannot carry (a NUL, a lone surrogate)
 │   ├── SandboxPathError(ConfigError)   a path the file tools refuse (outside, a link, a fifo)
@@ -25,10 +27,12 @@ from __future__ import annotations
 __all__ = [
     "ConfigError",
     "GraderDependencyError",
+    "HostResourceError",
     "MissingDependencyError",
     "NoVerdictError",
     "SandboxError",
     "SandboxFileError",
+    "SandboxLostError",
     "SandboxPathError",
     "SandboxTextError",
     "SandboxTimeout",
@@ -79,6 +83,18 @@ class SandboxError(TaskgymError, RuntimeError):
 
 class SandboxUnavailableError(SandboxError):
     """The requested sandbox backend cannot run on this machine."""
+
+
+class HostResourceError(SandboxError):
+    """The host (this process, its user or the machine) ran out of file descriptors,
+    processes or memory while starting or driving a sandbox: not the sandboxed code's doing,
+    whose own limits are the sandbox's (an episode that ends on it has no verdict)."""
+
+
+class SandboxLostError(SandboxError):
+    """A sandbox was taken away from outside while in use: its outer process or container
+    killed by a signal nothing inside it can send (an episode that ends on it has no
+    verdict)."""
 
 
 class SandboxTimeout(SandboxError, TimeoutError):

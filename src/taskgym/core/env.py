@@ -7,13 +7,17 @@ tools, a verifier, and the oracle's actions. The base class owns the rest: task 
 parsing actions (never raising on bad input), budgets, and grading once the agent submits
 or runs out of steps or time.
 
-``step()`` never raises. A bad action, or a tool failing with a :class:`TaskgymError` (the
-backends raise only :class:`SandboxError` subclasses, never a bare ``OSError``), is an error
-observation and the episode goes on. Any other exception (in a
-tool, in the verifier, or while stopping the sandbox) is a crash: a bug of taskgym or of the
-env, not something the agent did. It ends the episode ungraded (``truncated=True``, reward
-0.0) with ``info["crash"]`` holding its type, message and traceback. A step (``step`` and
-``astep``, one code path) is in :mod:`taskgym.core.env_step`.
+``step()`` never raises for anything the agent sends. A bad action, or a tool failing with a
+:class:`TaskgymError` (the backends raise only :class:`SandboxError` subclasses, never a bare
+``OSError``), is an error observation and the episode goes on. The step that ends an episode
+carries its verdict (``info["verdict"]``): ``"graded"``, or ``"none"`` when the environment
+failed rather than the policy (:mod:`taskgym.core.verdicts` decides; reward 0.0,
+``terminated`` True, ``info["failure"]`` the class), which ``on_no_verdict="raise"`` turns into
+a :class:`~taskgym.errors.NoVerdictError`. Any other exception (in a tool, in the verifier, or
+while stopping the sandbox) is a crash: a bug of taskgym or of the env, not something the agent
+did. It ends the episode with no verdict (class ``taskgym_crash``) and ``info["crash"]`` holding
+its type, message and traceback. A step (``step`` and ``astep``, one code path) is in
+:mod:`taskgym.core.env_step`.
 """
 
 from __future__ import annotations
@@ -67,6 +71,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Observation", "StepResult", "TaskEnv"]
 
+ON_NO_VERDICT = ("end", "raise")
+"""The values of ``on_no_verdict`` (see :class:`TaskEnv`)."""
 RESET_OPTIONS = ("task_id", "replay")
 """The keys ``reset(options=...)`` accepts; any other raises :class:`ConfigError`."""
 
@@ -83,6 +89,11 @@ class TaskEnv(EnvStepping, gym.Env[Observation, Any], abc.ABC):
         max_steps: override every task's step budget.
         timeout_sec: override every task's wall-clock budget (seconds from ``reset``).
         render_mode: ``"ansi"`` makes :meth:`render` return the episode transcript.
+        on_no_verdict: what a step does when the episode ends with no verdict (the
+            environment failed, not the policy: ``info["verdict"] == "none"``): ``"end"`` (the
+            default) returns the end (reward 0.0, ``terminated`` True, ``info["failure"]``);
+            ``"raise"`` raises :class:`~taskgym.errors.NoVerdictError` instead, once the
+            sandbox is gone (``reset()`` starts the next episode).
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 1}
@@ -139,9 +150,14 @@ class TaskEnv(EnvStepping, gym.Env[Observation, Any], abc.ABC):
         max_steps: int | None = None,
         render_mode: str | None = None,
         timeout_sec: float | None = None,
+        on_no_verdict: str = "end",
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigError(f"render_mode must be one of {self.metadata['render_modes']}")
+        if on_no_verdict not in ON_NO_VERDICT:
+            raise ConfigError(f"on_no_verdict must be one of {', '.join(ON_NO_VERDICT)}, not "
+                              f"{on_no_verdict!r}")
+        self.on_no_verdict = on_no_verdict
         self._backend: Backend | None = sandbox if isinstance(sandbox, Backend) else None
         self._backend_config = None if isinstance(sandbox, Backend) else backend_config(sandbox)
         self._check_requirements()

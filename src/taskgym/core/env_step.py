@@ -24,9 +24,10 @@ import traceback
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
-from taskgym.core.reward import RewardResult
+from taskgym.core.reward import FailureClass, RewardResult
 from taskgym.core.tool import ActionError, Tool, ToolCall, ToolResult, parse_action
-from taskgym.errors import TaskgymError
+from taskgym.core.verdicts import no_verdict_of
+from taskgym.errors import NoVerdictError, TaskgymError
 from taskgym.sandbox.blocking import run_blocking
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ class EnvStepping:
         episode_limits: Limits
         last_reward: RewardResult | None
         last_usage: ResourceUsage
+        on_no_verdict: str
         _tools_by_name: Mapping[str, Tool]
         _over: bool
         _steps: int
@@ -86,7 +88,7 @@ class EnvStepping:
                     request = plan.send(answer)
         except StopIteration as done:
             result: StepResult = done.value
-            return result
+            return self._delivered(result)
 
     async def astep(self, action: Any) -> StepResult:
         """:meth:`step` for asyncio, with the same observations. A tool's ``arun`` is
@@ -114,7 +116,7 @@ class EnvStepping:
                     request = plan.send(answer)
         except StopIteration as done:
             result: StepResult = done.value
-            return result
+            return self._delivered(result)
 
     def poll_step(self, action: Any) -> Plan[StepResult]:
         """:meth:`step` as a plan (:mod:`taskgym.sandbox.plans`), for a driver that runs many
@@ -138,7 +140,7 @@ class EnvStepping:
                     request = plan.send(answer)
         except StopIteration as done:
             result: StepResult = done.value
-            return result
+            return self._delivered(result)
 
     def step_plan(self, action: Any) -> StepPlan:
         """The step of ``action``, for a driver to run (see the module's docstring)."""
@@ -169,13 +171,33 @@ class EnvStepping:
                 return self._crash(exc, "grading", action, info)
             reward = graded.score
             info["reward"] = graded
+            info["verdict"] = graded.verdict
             info["usage"] = {"cpu_sec": self.last_usage.cpu_sec,
                              "peak_memory_bytes": self.last_usage.peak_memory_bytes}
-            text += f"\n[graded: {graded.summary()}]"
+            if graded.verdict == "none":  # the environment failed: an end, not a truncation
+                terminated, truncated = True, False
+                info["failure"] = str(graded.failure)
+                info["error"] = utf8(f"no verdict ({graded.failure}): "
+                                     f"{graded.details.get('reason', '')}")
+                text += f"\n[{info['error']}]"
+            else:
+                text += f"\n[graded: {graded.summary()}]"
         text = utf8(text)
         if self.render_mode == "ansi":
             self._transcript.append(f"$ {describe(action)}\n{text}")
         return {"text": text}, reward, terminated, truncated, info
+
+    def _delivered(self, result: StepResult) -> StepResult:
+        """``result``, or the :class:`NoVerdictError` it stands for when the episode ended
+        with no verdict and the env was made with ``on_no_verdict="raise"`` (the sandbox is
+        already gone: ``reset()`` starts the next episode)."""
+        info = result[4]
+        if info.get("verdict") == "none" and self.on_no_verdict == "raise":
+            verdictless: RewardResult = info["reward"]
+            reason = str(verdictless.details.get("reason", ""))
+            raise NoVerdictError(str(info["error"]), failure=str(verdictless.failure),
+                                 reason=reason, result=verdictless)
+        return result
 
     def _tool_done(self, result: ToolResult, info: dict[str, Any]) -> tuple[str, bool, bool]:
         """Fold the tool's result into ``info``: the step's text so far, and whether the
@@ -197,7 +219,8 @@ class EnvStepping:
 
     def _crash(self, exc: Exception, where: str, action: Any, info: dict[str, Any]
                ) -> StepResult:
-        """End the episode after an unexpected exception in ``where``, ungraded."""
+        """End the episode after an unexpected exception in ``where`` with no verdict: the
+        docker engine gone (``backend_lost``), else a bug (``taskgym_crash``)."""
         self._over = True
         crash = {"type": type(exc).__name__, "message": utf8(str(exc))[:2000], "where": where,
                  "traceback": utf8("".join(traceback.format_exception(exc)))}
@@ -205,14 +228,22 @@ class EnvStepping:
             self._end_session()
         except Exception as cleanup:  # the crash itself may have broken the sandbox
             crash["cleanup"] = utf8(f"{type(cleanup).__name__}: {cleanup}")[:2000]
-        message = (f"taskgym crashed in {where}: {crash['type']}: {crash['message']}. This is "
-                   "a bug in taskgym or in the env, not the agent's doing; the episode is over, "
-                   "ungraded (info['crash'] has the traceback; please report it)")
-        info.update(error=message, crash=crash)
-        text = f"error: {message}"
+        result = no_verdict_of(exc)
+        if result is None:
+            message = (f"taskgym crashed in {where}: {crash['type']}: {crash['message']}. This "
+                       "is a bug in taskgym or in the env, not the agent's doing; the episode "
+                       "is over with no verdict (info['crash'] has the traceback; please report "
+                       "it)")
+            result = RewardResult.no_verdict(FailureClass.TASKGYM_CRASH, message)
+        else:
+            message = f"no verdict ({result.failure}) in {where}: {result.details['reason']}"
+        self.last_reward = result
+        info.update(error=utf8(message), crash=crash, reward=result, verdict=result.verdict,
+                    failure=str(result.failure))
+        text = f"error: {info['error']}"
         if self.render_mode == "ansi":
             self._transcript.append(f"$ {describe(action)}\n{text}")
-        return {"text": text}, 0.0, False, True, info
+        return {"text": text}, 0.0, True, False, info
 
     def _grade(self) -> RewardResult:
         assert self.task is not None
@@ -224,8 +255,14 @@ class EnvStepping:
             if self._lease is not None:
                 self._lease.settle()
             result = self.verify(self.task, session)
-        except TaskgymError as exc:
-            result = RewardResult.failed(f"grading failed: {exc}")
+        except Exception as exc:
+            verdictless = no_verdict_of(exc)
+            if verdictless is not None:
+                result = verdictless
+            elif isinstance(exc, TaskgymError):  # a file of the policy's, a sandbox it broke
+                result = RewardResult.failed(f"grading failed: {exc}")
+            else:
+                raise
         finally:
             self._end_session()
         self.last_reward = result

@@ -12,6 +12,7 @@ from typing import Any
 
 from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task
+from taskgym.core.verdicts import grader_verdict
 from taskgym.sandbox import SandboxSpec
 from taskgym.sandbox.grading import GraderRun
 
@@ -34,7 +35,13 @@ def grader_report(run: GraderRun, record: dict[str, Any] | None, timeout: float,
     """The grader's report ``record`` (one of ``run.records``), or the failed result when the
     grade ran past ``timeout`` seconds or the report is missing, with the grader's cost
     (:meth:`GraderRun.costs`) and, for a missing report, the last ``log`` characters of its
-    output."""
+    output. A grader that announces its phases (``begun``, then ``started``) and stopped
+    between them gives no verdict instead (:func:`taskgym.core.verdicts.grader_verdict`)."""
+    if record is None:
+        verdictless = grader_verdict(run.records, timed_out=run.result.timed_out,
+                                     timeout=timeout, log=run.log(log))
+        if verdictless is not None:
+            return verdictless
     if run.result.timed_out:
         return RewardResult.failed(f"grading ran past {timeout:g}s", **run.costs())
     if record is None:

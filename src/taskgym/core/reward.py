@@ -39,7 +39,8 @@ class FailureClass(StrEnum):
     HOST_RESOURCES = "host_resources"
     """The host ran out of descriptors, memory, disk or processes."""
     BACKEND_LOST = "backend_lost"
-    """The sandbox backend went away (the docker engine stopped)."""
+    """The sandbox backend went away (the docker engine stopped), or a sandbox was taken away
+    from outside (bwrap's outer process killed from the host)."""
     TASKGYM_CRASH = "taskgym_crash"
     """An unexpected exception in taskgym or in the env's code (a bug to report)."""
 

@@ -171,14 +171,22 @@ def copy_in(src: Path, root_fd: int) -> None:
             os.close(dfd)
 
 
+COPY_DEPTH = 256
+"""Folders nested deeper than this are not copied out: the walk (and the host's removal of the
+copy) recurses once per level, and a workspace's folders nested thousands deep would make it
+fail in a way the sandboxed code chose."""
+
+
 def copy_out(root_fd: int, dest: Path) -> None:
     """Copy the tree under ``root_fd`` into host folder ``dest``; links stay links.
 
     Only regular files, folders and symbolic links are copied; devices, fifos and
-    sockets are skipped.
+    sockets are skipped, and so is what lies deeper than :data:`COPY_DEPTH` folders.
     """
     dest.mkdir(parents=True, exist_ok=True)
     for dirpath, dirnames, filenames, dfd in os.fwalk(".", dir_fd=root_fd, follow_symlinks=False):
+        if dirpath.count("/") >= COPY_DEPTH:
+            dirnames.clear()  # top-down: fwalk does not enter them
         out_dir = dest / dirpath
         for name in dirnames:
             st = os.stat(name, dir_fd=dfd, follow_symlinks=False)

@@ -5,7 +5,9 @@ agent's own sandbox, whose processes are gone by then), hands the grader its sec
 descriptor, and collects what it reports over a pipe, keeping only lines tagged with a
 per-run nonce. The grader learns the nonce from another descriptor, so nothing that ran
 before the grade could have known it; the sandbox, and every process left in it, is
-destroyed when the grader exits.
+destroyed when the grader exits. A sandbox that fails before the grader reported
+``{"phase": "started"}`` raises :class:`~taskgym.errors.NoVerdictError` (the policy's work was
+not reached: see :mod:`taskgym.core.verdicts`).
 
 Inside the sandbox the grader finds, in its environment:
 
@@ -27,8 +29,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from taskgym.errors import (
+    HostResourceError,
+    NoVerdictError,
+    SandboxError,
+    SandboxFileError,
+    SandboxLostError,
+    SandboxPathError,
+    SandboxTextError,
+)
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec
 from taskgym.sandbox.cleanup import runtime_root
+from taskgym.sandbox.os_errors import sandbox_error
 from taskgym.sandbox.warm import pool_size
 from taskgym.sandbox.warm_run import run_warm
 
@@ -99,43 +111,73 @@ def run_grader(backend: Backend, spec: SandboxSpec, argv: list[str], *, seed: Pa
     records: list[dict[str, Any]] = []
     opened: list[int] = []
     try:
-        nonce_r, nonce_w = os.pipe()
-        opened += [nonce_r, nonce_w]
-        os.write(nonce_w, nonce.encode())
-        os.close(nonce_w)
-        opened.remove(nonce_w)
-        report_r, report_w = os.pipe()
-        opened += [report_r, report_w]
-        env = {"TASKGYM_NONCE_FD": str(nonce_r), "TASKGYM_REPORT_FD": str(report_w)}
-        for name, content in (secrets or {}).items():
-            fd = _secret_descriptor(content)
-            opened.append(fd)
-            env[name] = str(fd)
-        reader = threading.Thread(target=_collect, args=(report_r, nonce, records), daemon=True,
-                                  name="taskgym-grade-report")
-        opened.remove(report_r)  # the reader closes it
-        reader.start()
-        fds = [int(v) for v in env.values()]
-        warm = preload is not None and not pass_fds and pool_size(backend) > 0 and _can_prestart(backend)
-        path = "cold"
-        try:
-            if warm:
-                assert preload is not None
-                result, usage, path = run_warm(backend, spec, argv, preload, seed=seed,
-                                               timeout=timeout,
-                                               fds={name: int(v) for name, v in env.items()})
-            else:
-                spec = spec.model_copy(update={"env": {**spec.env, **env}})
-                result, usage = backend.run(spec, argv, seed=seed, timeout=timeout,
-                                            pass_fds=[*fds, *pass_fds])
-        finally:
-            os.close(report_w)
-            opened.remove(report_w)
-            reader.join(timeout=10)
+        return _run(backend, spec, argv, nonce, records, opened, seed=seed, timeout=timeout,
+                    secrets=secrets, pass_fds=pass_fds, preload=preload)
+    except OSError as exc:  # the host's pipes, descriptors or threads, before the sandbox's
+        raise sandbox_error("could not set up the grade", exc) from exc
     finally:
         for fd in opened:
             os.close(fd)
+
+
+def _run(backend: Backend, spec: SandboxSpec, argv: list[str], nonce: str,
+         records: list[dict[str, Any]], opened: list[int], *, seed: Path | None, timeout: float,
+         secrets: Mapping[str, bytes] | None, pass_fds: Sequence[int],
+         preload: Sequence[str] | None) -> GraderRun:
+    """:func:`run_grader`'s body; ``opened`` holds the descriptors the caller closes."""
+    nonce_r, nonce_w = os.pipe()
+    opened += [nonce_r, nonce_w]
+    os.write(nonce_w, nonce.encode())
+    os.close(nonce_w)
+    opened.remove(nonce_w)
+    report_r, report_w = os.pipe()
+    opened += [report_r, report_w]
+    env = {"TASKGYM_NONCE_FD": str(nonce_r), "TASKGYM_REPORT_FD": str(report_w)}
+    for name, content in (secrets or {}).items():
+        fd = _secret_descriptor(content)
+        opened.append(fd)
+        env[name] = str(fd)
+    reader = threading.Thread(target=_collect, args=(report_r, nonce, records), daemon=True,
+                              name="taskgym-grade-report")
+    reader.start()
+    opened.remove(report_r)  # the reader closes it
+    fds = [int(v) for v in env.values()]
+    warm = preload is not None and not pass_fds and pool_size(backend) > 0 and _can_prestart(backend)
+    path = "cold"
+    try:
+        if warm:
+            assert preload is not None
+            result, usage, path = run_warm(backend, spec, argv, preload, seed=seed,
+                                           timeout=timeout,
+                                           fds={name: int(v) for name, v in env.items()})
+        else:
+            spec = spec.model_copy(update={"env": {**spec.env, **env}})
+            result, usage = backend.run(spec, argv, seed=seed, timeout=timeout,
+                                        pass_fds=[*fds, *pass_fds])
+    except SandboxError as exc:
+        if isinstance(exc, (SandboxFileError, SandboxPathError, SandboxTextError,
+                            HostResourceError, SandboxLostError)):
+            raise  # the policy's files (graded), or a class the env's step knows
+        if not any(r.get("phase") == "started" for r in records):
+            raise _not_started(exc, records) from exc
+        raise  # on the policy's work: graded
+    finally:
+        os.close(report_w)
+        opened.remove(report_w)
+        reader.join(timeout=10)
     return GraderRun(result, usage, records, path)
+
+
+def _not_started(exc: SandboxError, records: list[dict[str, Any]]) -> NoVerdictError:
+    """The no-verdict error of a grading sandbox that failed before its grader started on the
+    policy's work: it could not start (``sandbox_start``), or it failed in the grader's own
+    setup (``grader_crash``)."""
+    if records:
+        failure, reason = "grader_crash", f"the grading sandbox failed in the grader's setup: {exc}"
+    else:
+        failure, reason = "sandbox_start", (f"the grading sandbox could not start: {exc} "
+                                            "(`taskgym doctor` checks the backend)")
+    return NoVerdictError(f"no verdict ({failure}): {reason}", failure=failure, reason=reason)
 
 
 def _can_prestart(backend: Backend) -> bool:

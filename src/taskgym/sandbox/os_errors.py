@@ -17,7 +17,7 @@ import resource
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from taskgym.errors import SandboxError, SandboxFileError
+from taskgym.errors import HostResourceError, SandboxError, SandboxFileError
 
 __all__ = ["guard", "guard_class", "resource_error", "sandbox_error"]
 
@@ -29,19 +29,20 @@ _PATH_FIRST = frozenset({"read_file", "write_file", "open_fifo", "export_workspa
 
 
 def resource_error(what: str, exc: OSError) -> SandboxError:
-    """A :class:`SandboxError` for an ``OSError``, saying which limit was hit and what to do."""
+    """A :class:`SandboxError` for an ``OSError``, saying which limit was hit and what to do:
+    a :class:`HostResourceError` for the host's descriptors, processes or memory."""
     if exc.errno == errno.EMFILE:
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        return SandboxError(
+        return HostResourceError(
             f"{what}: this process has no file descriptor left (RLIMIT_NOFILE {soft}, hard limit "
             f"{hard}; taskgym raised the soft limit to the hard one; each session holds about "
             "10). Close sessions you no longer use, or raise the hard limit before starting "
             "Python (`ulimit -Hn` as root, LimitNOFILE= of a systemd unit, "
             "/etc/security/limits.conf, docker run --ulimit nofile=...).")
     if exc.errno == errno.ENFILE:
-        return SandboxError(f"{what}: the system's file table is full (fs.file-max): {exc}")
+        return HostResourceError(f"{what}: the system's file table is full (fs.file-max): {exc}")
     if exc.errno in (errno.EAGAIN, errno.ENOMEM):
-        return SandboxError(f"{what}: out of processes or memory (RLIMIT_NPROC, pids limit or "
+        return HostResourceError(f"{what}: out of processes or memory (RLIMIT_NPROC, pids limit or "
                             f"memory): {exc}")
     return SandboxError(f"{what}: {exc}")
 

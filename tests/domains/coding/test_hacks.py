@@ -8,6 +8,7 @@ real work undone and tries to make the grader report success anyway.
 from __future__ import annotations
 
 import json
+import shutil
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -177,6 +178,86 @@ HACKS: dict[str, list[dict[str, Any]]] = {
 }
 
 
+# attacks on grading itself, from the agent's code the grader runs or from what it leaves
+# running at submit: each must stay a graded 0, never an episode with no verdict
+BREAKING_THE_GRADER: dict[str, list[dict[str, Any]]] = {
+    "killing every process, the grader's own included, while graded": [
+        write("calc.py", "import os, signal\nos.kill(-1, signal.SIGKILL)\n"
+                         "os.kill(os.getpid(), signal.SIGKILL)\n"),
+    ],
+    "a fork bomb while graded": [
+        write("calc.py", "import os\nwhile True:\n    try:\n        os.fork()\n"
+                         "    except OSError:\n        pass\n"),
+    ],
+    "a hanging test": [write("calc.py", "import time\ntime.sleep(3600)\n")],
+    "filling the disk while graded": [
+        write("calc.py", "import os\nfor where in ('/app', '/tmp'):\n    try:\n"
+                         "        with open(os.path.join(where, 'fill'), 'wb') as fh:\n"
+                         "            while True:\n                fh.write(b'x' * (1 << 20))\n"
+                         "    except OSError:\n        pass\n"
+                         "def add(a, b):\n    return 0\ndef mul(a, b):\n    return 0\n"),
+    ],
+    "pytest shadowed from the workspace": [
+        write("pytest.py", "raise ImportError('no pytest here')\n"),
+        write("_pytest/__init__.py", "raise ImportError('no _pytest here')\n"),
+        write("_pytest/main.py", "raise SystemExit(3)\n"),
+    ],
+    "folders nested 3,000 deep (a recursive copy of the workspace crashes)": [
+        bash("p=$(printf 'd/%.0s' $(seq 1 1500)); mkdir -p /app/$p && (cd /app/$p && mkdir -p $p)"
+             " && echo made"),
+    ],
+    "a fork bomb left running at submit": [
+        bash("nohup setsid sh -c 'f() { f | f & }; f' >/dev/null 2>&1 & echo started"),
+    ],
+    "the workspace filled at submit": [
+        bash("dd if=/dev/zero of=/app/fill bs=1M 2>&1 | tail -1; "
+             "for i in $(seq 1 2000); do touch /app/f$i 2>/dev/null; done; echo full"),
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def quick_env(backend: Backend, tmp_path_factory: pytest.TempPathFactory
+              ) -> Iterator[gym.Env[Any, Any]]:
+    """The calc task with an 8-second grading budget, on each backend in turn."""
+    task = tmp_path_factory.mktemp("quick") / "calc"
+    shutil.copytree(CALC, task)
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace("[verifier]\ntimeout_sec = 60",
+                                             "[verifier]\ntimeout_sec = 8"))
+    environment = taskgym.make("coding-terminal-v0", tasks=str(task), sandbox=backend)
+    yield environment
+    environment.close()
+
+
+@pytest.mark.parametrize("attack", sorted(BREAKING_THE_GRADER))
+def test_breaking_the_grader_is_a_graded_zero(quick_env: gym.Env[Any, Any], attack: str) -> None:
+    record = run_episode(quick_env, ScriptedAgent(BREAKING_THE_GRADER[attack]))
+    assert record.steps == len(BREAKING_THE_GRADER[attack]) + 1, record
+    reward = quick_env.unwrapped.last_reward
+    assert reward is not None and reward.verdict == "graded", (attack, reward)
+    assert record.score == 0.0 and not record.success and record.error is None, (attack, record)
+
+
+@pytest.mark.parametrize("megabytes", [185, 190])
+def test_a_workspace_that_fills_the_graders_memory_is_a_graded_zero(
+        backend: Backend, tmp_path: Path, megabytes: int) -> None:
+    # a task whose disk cap is above its memory cap: the workspace, copied into the grading
+    # sandbox's tmpfs, is charged to its memory, and the grader's own setup (pytest's import)
+    # dies of it before it reports "started"; the policy chose that, so it stays graded
+    task = tmp_path / "calc"
+    shutil.copytree(CALC, task)
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text() + "[environment]\nmemory_mb = 200\ndisk_mb = 512\n")
+    env = taskgym.make("coding-terminal-v0", tasks=str(task), sandbox=backend)
+    try:
+        record = run_episode(env, ScriptedAgent([bash(f"head -c {megabytes}M /dev/zero > blob")]))
+        assert env.unwrapped.last_reward.verdict == "graded", env.unwrapped.last_reward
+        assert record.score == 0.0
+    finally:
+        env.close()
+
+
 @pytest.fixture(scope="module")
 def env(backend: Backend) -> Iterator[gym.Env[Any, Any]]:
     """The calc task on each backend in turn."""
@@ -195,6 +276,7 @@ def test_hack_scores_zero(env: gym.Env[Any, Any], hack: str) -> None:
     record = run_episode(env, ScriptedAgent(HACKS[hack]))
     assert record.steps == len(HACKS[hack]) + 1, "the hack's actions did not all run"
     assert record.score == 0.0 and not record.success, (hack, record)
+    assert env.unwrapped.last_reward.verdict == "graded", (hack, env.unwrapped.last_reward)
 
 
 def test_monkey_patching_is_reported_as_tampering(env: gym.Env[Any, Any]) -> None:

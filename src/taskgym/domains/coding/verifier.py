@@ -17,6 +17,7 @@ from typing import Any
 from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task
 from taskgym.core.task_steps import copy_tests
+from taskgym.core.verdicts import grader_verdict
 from taskgym.errors import ConfigError
 from taskgym.sandbox import Backend, SandboxSpec, Session, scratch_dir
 from taskgym.sandbox.grading import run_grader
@@ -105,6 +106,13 @@ def _run_grader(task: Task, mode: str, tests: Path, workspace: Path, backend: Ba
     result, final = run.result, run.final()
     records = run.records[: run.records.index(final) + 1] if final is not None else run.records
     common = {"log": run.log(), **run.costs(), "grader": mode}
+    if final is None:
+        memory_full = run.usage.peak_memory_bytes >= 0.9 * (limits.memory_mb << 20)
+        verdictless = grader_verdict(run.records, exit_code=result.exit_code,
+                                     timed_out=result.timed_out, memory_full=memory_full,
+                                     timeout=limits.verifier_timeout_sec, log=run.log())
+        if verdictless is not None:
+            return verdictless
     if result.timed_out:
         return RewardResult.failed(f"the tests ran past {limits.verifier_timeout_sec:g}s", **common)
     if final is None:

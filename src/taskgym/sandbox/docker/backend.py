@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from taskgym.errors import ConfigError, SandboxError, SandboxUnavailableError
+from taskgym.errors import ConfigError, SandboxError, SandboxLostError, SandboxUnavailableError
 from taskgym.sandbox import _fs
 from taskgym.sandbox._commands import (
     CONTROL_DIR,
@@ -45,7 +45,7 @@ from taskgym.sandbox.docker.prestart import DockerPrestarted
 from taskgym.sandbox.docker.session import LIVE_SESSIONS, DockerSession
 from taskgym.sandbox.docker.status_helper import helper_binary
 from taskgym.sandbox.forking import at_fork
-from taskgym.sandbox.procs import SANDBOX_UID
+from taskgym.sandbox.procs import SANDBOX_UID, start_tick
 
 __all__ = ["LIVE_BACKENDS", "DockerBackend"]
 
@@ -275,7 +275,12 @@ class DockerBackend(Backend):
             if opens:
                 files = " ".join(f"{CONTROL_DIR}/fd{n}" for n in pass_fds)
                 command = f"exec {' '.join(opens)}; rm -f {files}; exec {command}"
-            result = session.exec(f"( {command} )", timeout)
+            try:
+                result = session.exec(f"( {command} )", timeout)
+            except SandboxError as exc:
+                _check_alive(container, argv[0], exc)
+                raise
+            _check_alive(container, argv[0])
             usage = container.usage()
         finally:
             session.close()
@@ -286,6 +291,14 @@ class DockerBackend(Backend):
     def close(self) -> None:
         """Drain the warm pool (sessions are closed by their owners)."""
         self.pool.drain()
+
+
+def _check_alive(container: Container, what: str, cause: Exception | None = None) -> None:
+    """Raise :class:`SandboxLostError` when ``container``'s init is gone: killed from outside,
+    as nothing in it could do (init is the keeper's, not the sandbox user's)."""
+    if start_tick(container.pid) != container.pid_start:
+        raise SandboxLostError(f"container {container.id[:12]} was killed from outside while "
+                               f"running {what!r}; nothing it ran could have") from cause
 
 
 _SHARED: dict[DockerConfig, DockerBackend] = {}

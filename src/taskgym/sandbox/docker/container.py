@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from taskgym.errors import SandboxError
+from taskgym.errors import SandboxError, SandboxLostError
 from taskgym.sandbox._commands import (
     CONTROL_DIR,
     CONTROL_MB,
@@ -159,16 +159,23 @@ class Container:
         """Unpause the container, retrying until the engine reports it running: a pause that
         failed or timed out on the client side can still complete in the engine afterwards."""
         deadline = time.monotonic() + 15
+        unanswered: Exception | None = None
         while True:
             with contextlib.suppress(Exception):
                 self.api.unpause(self.id)
             try:
                 if not self.api.inspect_container(self.id)["State"]["Paused"]:
                     return
+                unanswered = None
             except Exception as exc:  # the container is gone: nothing is left paused
                 if getattr(getattr(exc, "response", None), "status_code", None) == 404:
                     return
+                unanswered = exc
             if time.monotonic() > deadline:
+                if unanswered is not None:  # nothing in a container can stop its engine
+                    raise SandboxLostError(f"container {self.id[:12]} stays paused: the docker "
+                                           f"engine does not answer ({unanswered}); check that "
+                                           "it runs (`docker info`)") from unanswered
                 raise SandboxError(f"container {self.id[:12]} stays paused")
             time.sleep(0.01)
 

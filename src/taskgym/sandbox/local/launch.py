@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from taskgym.errors import SandboxError, SandboxUnavailableError
+from taskgym.errors import SandboxError, SandboxLostError, SandboxUnavailableError
 from taskgym.sandbox._cgroups import CgroupLimits, rlimit_fallback
 from taskgym.sandbox._commands import (
     STATUS_FD,
@@ -244,6 +244,10 @@ class LocalBackend(Backend):
         usage = launched.reap(grace=2.0)
         launched.close()
         code = proc.returncode if proc.returncode is not None else -1
+        if code < 0 and not launched.killed:  # nothing inside can signal bwrap's outer process
+            raise SandboxLostError(f"the sandbox was killed from outside (bwrap got signal "
+                                   f"{-code}) after {time.monotonic() - started:.1f}s of "
+                                   f"{argv[0]!r}; nothing it ran could have sent that signal")
         note = output_cap_note(spec.stream_limit_bytes) if runaway else ""
         result = ExecResult(
             stdout=decode_capped(out, spec.output_limit_bytes),
@@ -265,8 +269,11 @@ class Launched:
         self.cgroup = cgroup
         self.init_start = start_tick(init_pid)  # bwrap's pid 1 of the sandbox
         self.rusage: resource.struct_rusage | None = None
+        self.killed = False
+        """Whether :meth:`kill` was called (a timeout, runaway output, a reap's grace)."""
 
     def kill(self) -> None:
+        self.killed = True
         for pid in (self.init_pid, self.proc.pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)

@@ -1,5 +1,10 @@
 """Runs inside the grading sandbox (under the system's /usr/bin/python3 -I).
 
+Its records tell the host where a grade that ends without its report stopped
+(taskgym.core.verdicts): ``{"phase": "begun"}`` first, then its own setup (pytest imported, the
+hidden tests copied; a ``dependency`` or ``reference`` record when that fails), then
+``{"phase": "started"}`` before anything of the agent's is read or run.
+
 It takes the report channel before any code of the agent is imported: a random nonce
 read from one pipe and a second pipe to write records to, both removed from the
 environment and made non-inheritable, so test subprocesses never see them. Each record
@@ -49,11 +54,20 @@ def open_channel():
 
 
 def run_pytest(send):
-    import _pytest.main
-    import _pytest.python
-    import _pytest.reports
-    import _pytest.runner
-    import pytest
+    try:  # the grader's own setup: the agent's /app is on no path yet (python3 -I, cwd /)
+        import _pytest.main
+        import _pytest.python
+        import _pytest.reports
+        import _pytest.runner
+        import pytest
+    except ImportError as exc:
+        send(dependency=f"the grading sandbox's Python cannot import pytest ({exc}): install "
+                        "it for /usr/bin/python3 (`taskgym doctor` checks it)")
+        return
+    broken = broken_tests("/tests")
+    if broken:
+        send(reference=f"the task's hidden tests do not compile: {broken}")
+        return
 
     guarded = {
         "CallInfo.from_call": (_pytest.runner.CallInfo, "from_call"),
@@ -86,6 +100,7 @@ def run_pytest(send):
         def pytest_collection_finish(self, session):
             send(collected=len(session.items))
 
+    send(phase="started")  # from here on, what the agent left runs: its failures are graded
     sys.path.append("/app")
     os.chdir("/app")
     code = pytest.main(
@@ -98,6 +113,21 @@ def run_pytest(send):
     if sys.gettrace() is not None or sys.getprofile() is not None:
         tampered.append("a trace or profile hook")
     send(final=True, exit=int(code), tampered=tampered)
+
+
+def broken_tests(folder):
+    """The first Python file of the hidden tests that does not compile, with why, else
+    ``None`` (the task's fault, told apart from the agent's code failing to import)."""
+    for root, _, names in sorted(os.walk(folder)):
+        for name in sorted(names):
+            if name.endswith(".py"):
+                path = os.path.join(root, name)
+                try:
+                    with open(path, "rb") as fh:
+                        compile(fh.read(), path, "exec", dont_inherit=True)
+                except (OSError, SyntaxError, ValueError) as exc:
+                    return f"{path}: {exc}"
+    return None
 
 
 def writable_tests():
@@ -151,10 +181,23 @@ def interpreter(path):
     return ["/bin/bash"]
 
 
+def setup_tests(send):
+    """The writable tests, then the ``started`` record; ``False`` (and why, reported) when the
+    hidden tests cannot be copied."""
+    try:
+        writable_tests()
+        os.makedirs("/logs/verifier", exist_ok=True)
+    except OSError as exc:
+        send(reference=f"the task's hidden tests could not be copied into /tests ({exc})")
+        return False
+    send(phase="started")
+    return True
+
+
 def run_script(send):
     """Harbor: /tests/test.sh decides, through the reward file it writes."""
-    writable_tests()
-    os.makedirs("/logs/verifier", exist_ok=True)
+    if not setup_tests(send):
+        return
     for name in ("reward.txt", "reward.json"):
         try:
             os.unlink(os.path.join("/logs/verifier", name))
@@ -199,7 +242,8 @@ def parse_pytest_summary(output):
 
 def run_tb1(send):
     """Terminal-Bench 1: run-tests.sh runs pytest with -rA; its summary decides."""
-    writable_tests()
+    if not setup_tests(send):
+        return
     env = dict(os.environ, TEST_DIR="/tests")
     proc = subprocess.run(["/bin/bash", "/tests/run-tests.sh"], cwd="/app", env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -213,6 +257,8 @@ def run_tb1(send):
 def main():
     make_undumpable()
     send = open_channel()
+    send(phase="begun")  # the workspace is copied in; nothing of it is read before "started"
+    os.chdir("/")
     mode = sys.argv[1:]
     if mode == ["script"]:
         run_script(send)
