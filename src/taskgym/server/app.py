@@ -1,7 +1,9 @@
 """The ASGI app of ``taskgym serve``: OpenEnv's routes over taskgym envs (docs/server.md).
 
 ``GET /health``, ``/metadata``, ``/schema``; ``/ws``, one session per connection speaking
-OpenEnv's messages (``reset``, ``step``, ``state``, ``close``; errors with OpenEnv's codes).
+OpenEnv's messages (``reset``, ``step``, ``state``, ``mcp``, ``close``; errors with OpenEnv's
+codes), or attached to a session made over ``POST /mcp`` (``/ws?session_id=``,
+:mod:`taskgym.server.mcp`).
 OpenEnv's stateless ``POST /reset``, ``/step`` and ``GET /state`` are refused with a message
 that says why (a fresh env per call never reaches a graded end). With a ``token``, every
 route but ``/health`` wants ``Authorization: Bearer <token>``.
@@ -25,6 +27,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 import taskgym
 from taskgym.core.wrappers import TaskMethods
+from taskgym.server import mcp
 from taskgym.server.protocol import (
     ErrorCode,
     call_tool_fields,
@@ -88,11 +91,17 @@ def create_app(env_id: str, *, max_sessions: int = 8, max_sessions_per_client: i
     async def websocket(ws: WebSocket) -> None:
         await ws.accept()
         client = ws.client.host if ws.client is not None else "unknown"
+        wanted = ws.query_params.get("session_id")
+        owned = wanted is None
         try:
-            session = await pool.open(client)
+            session = await pool.open(client) if owned else pool.attach(str(wanted))
         except CapacityError as exc:
             await _send(ws, error_frame(ErrorCode.CAPACITY_REACHED, str(exc),
                                         active_sessions=exc.active, max_sessions=exc.limit))
+            await ws.close()
+            return
+        except LookupError as exc:
+            await _send(ws, error_frame(ErrorCode.SESSION_ERROR, str(exc.args[0])))
             await ws.close()
             return
         except Exception as exc:
@@ -100,21 +109,37 @@ def create_app(env_id: str, *, max_sessions: int = 8, max_sessions_per_client: i
                                         f"could not make {env_id}: {exc}", factory_name=env_id))
             await ws.close()
             return
+        session.attached = True
         try:
-            await _serve_session(ws, session, tools, idle_timeout)
+            await _serve_session(ws, session, pool, tools, idle_timeout)
         except WebSocketDisconnect:
             pass
         finally:
-            await asyncio.shield(session.close())
+            session.attached = False
+            if owned:  # an attached session lives on until closed over /mcp or idle
+                await asyncio.shield(session.close())
+
+    async def jsonrpc(request: Request) -> Response:
+        try:
+            body = json.loads(await request.body())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return JSONResponse(mcp.rpc_error(mcp.PARSE_ERROR, f"Parse error: {exc}"))
+        client = request.client.host if request.client is not None else "unknown"
+        return JSONResponse(await mcp.handle(body, pool, tools, client))
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        yield
-        await pool.close_all()
+        reaper = asyncio.create_task(pool.reap_idle(idle_timeout))
+        try:
+            yield
+        finally:
+            reaper.cancel()
+            await pool.close_all()
 
     routes = [Route("/health", health), Route("/metadata", metadata), Route("/schema", schema),
               Route("/reset", refused, methods=["POST"]), Route("/step", refused, methods=["POST"]),
-              Route("/state", refused), WebSocketRoute("/ws", websocket)]
+              Route("/state", refused), Route("/mcp", jsonrpc, methods=["POST"]),
+              WebSocketRoute("/ws", websocket)]
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.pool = pool
     if token is not None:
@@ -126,7 +151,7 @@ async def _send(ws: WebSocket, message: dict[str, Any]) -> None:
     await ws.send_text(json.dumps(message))
 
 
-async def _serve_session(ws: WebSocket, session: Session, tools: list[Any],
+async def _serve_session(ws: WebSocket, session: Session, pool: SessionPool, tools: list[Any],
                          idle_timeout: float) -> None:
     """Answer ``ws``'s messages until it closes, sends ``close`` or stays idle too long."""
     while True:
@@ -154,6 +179,11 @@ async def _serve_session(ws: WebSocket, session: Session, tools: list[Any],
         if kind == "close":
             await ws.close()
             return
+        if kind == "mcp":
+            client = ws.client.host if ws.client is not None else "unknown"
+            answer = await mcp.handle(message.get("data"), pool, tools, client, session)
+            await _send(ws, {"type": "mcp", "data": answer})
+            continue
         await _send(ws, await _answer(session, kind, message, tools))
 
 
@@ -163,7 +193,7 @@ async def _answer(session: Session, kind: Any, message: dict[str, Any],
     data = message.get("data", {} if kind in ("reset", "state") else None)
     if kind not in ("reset", "step", "state"):
         return error_frame(ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {str(kind)[:100]}; "
-                           "known: reset, step, state, close")
+                           "known: reset, step, state, mcp, close")
     if kind == "state":
         return {"type": "state", "data": session.state()}
     if not isinstance(data, dict):

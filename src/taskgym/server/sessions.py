@@ -11,6 +11,7 @@ at most ``max_starting`` sandbox starts (resets) at once; a reset that waits lon
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
@@ -39,6 +40,9 @@ class Session:
         self.step_count = 0
         self.done = True
         self.closed = False
+        self.attached = False  # a WebSocket serves this session (see SessionPool.reap_idle)
+        self.last_active = time.monotonic()
+        self.busy = False  # a reset or step is running
 
     async def reset(self, data: dict[str, Any]) -> dict[str, Any]:
         """Start an episode (``data``: see :data:`~taskgym.server.protocol.RESET_KEYS`)."""
@@ -50,17 +54,27 @@ class Session:
         if data.get("task_id") is not None:
             options["task_id"] = data["task_id"]
         async with self.pool.start_slot():
-            obs, info = await self.env.areset(seed=data.get("seed"), options=options or None)
+            self.busy = True
+            try:
+                obs, info = await self.env.areset(seed=data.get("seed"), options=options or None)
+            finally:
+                self.busy = False
         episode_id = data.get("episode_id")
         self.episode_id = str(episode_id) if episode_id is not None else uuid.uuid4().hex
         self.step_count, self.done = 0, False
+        self.last_active = time.monotonic()
         return step_payload(obs, None, False, False, info)
 
     async def step(self, action: Any) -> dict[str, Any]:
         """One step; anything the agent sends becomes an observation, never an exception."""
-        obs, reward, terminated, truncated, info = await self.env.astep(action)
+        self.busy = True
+        try:
+            obs, reward, terminated, truncated, info = await self.env.astep(action)
+        finally:
+            self.busy = False
         self.step_count += 1
         self.done = terminated or truncated
+        self.last_active = time.monotonic()
         return step_payload(obs, float(reward), terminated, truncated, info)
 
     def state(self) -> dict[str, Any]:
@@ -124,6 +138,17 @@ class SessionPool:
         self.sessions[session.id] = session
         return session
 
+    def attach(self, session_id: str) -> Session:
+        """The session ``session_id`` (made over ``/mcp``) for a WebSocket to serve;
+        ``LookupError`` when there is none or a socket serves it already."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise LookupError(f"Unknown session_id: {session_id[:100]}; create one with "
+                              "openenv/session/create over POST /mcp")
+        if session.attached:
+            raise LookupError(f"Session {session_id} already has an attached WebSocket")
+        return session
+
     def release(self, session: Session) -> None:
         if self.sessions.pop(session.id, None) is not None:
             self._per_client[session.client] -= 1
@@ -131,6 +156,17 @@ class SessionPool:
     def start_slot(self) -> _StartSlot:
         """A context manager holding one of the ``max_starting`` sandbox-start slots."""
         return _StartSlot(self)
+
+    async def reap_idle(self, idle_timeout: float) -> None:
+        """Forever: close the sessions no WebSocket serves (made by ``/mcp``'s
+        ``openenv/session/create``) once idle for ``idle_timeout`` seconds. A served session's
+        socket keeps its own idle timeout."""
+        while True:
+            await asyncio.sleep(min(1.0, idle_timeout / 4))
+            now = time.monotonic()
+            idle = [s for s in self.sessions.values()
+                    if not s.attached and not s.busy and now - s.last_active > idle_timeout]
+            await asyncio.gather(*(s.close() for s in idle), return_exceptions=True)
 
     async def close_all(self) -> None:
         await asyncio.gather(*(s.close() for s in list(self.sessions.values())),
