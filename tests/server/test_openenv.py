@@ -87,3 +87,60 @@ def test_mcp_tool_client_over_the_mcp_routes_and_an_attached_socket(serve: Any) 
         assert served.app.state.pool.sessions == {}  # the client closed its session
 
     asyncio.run(play())
+
+
+@pytest.mark.parametrize(("calls", "reward"), [
+    ([("bash", {"command": "echo 42 > /app/answer.txt"}), ("submit", {})], 1.0),
+    ([("submit", {})], 0.0),
+])
+def test_openenv_harness_adapters_return_the_verified_reward(
+        serve: Any, calls: list[tuple[str, dict[str, Any]]], reward: float) -> None:
+    """OpenEnv's harness (StepEnvSessionAdapter over GenericEnvClient, driven by
+    MCPHarnessAdapter with a scripted model) ends with taskgym's verified reward."""
+    import json
+    import urllib.request
+
+    from openenv.core.env_server.mcp_types import Tool
+    from openenv.core.generic_client import GenericEnvClient
+    from openenv.core.harness import MCPHarnessAdapter, StepEnvSessionAdapter
+    from openenv.core.harness.rollout import HarnessRunLimits, ModelStepResult
+    from openenv.core.llm_client import LLMResponse, ToolCall
+
+    served = serve()
+    body = json.dumps({"jsonrpc": "2.0", "method": "tools/list", "id": 1}).encode()
+    request = urllib.request.Request(f"{served.url}/mcp", data=body, method="POST")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        tools = [Tool(**tool) for tool in json.loads(response.read())["result"]["tools"]]
+    script = iter(calls)
+
+    def model_step(messages: list[Any], tools: list[Any], sampling: dict[str, Any]) -> Any:
+        name, args = next(script)
+        return ModelStepResult(response=LLMResponse(
+            content="", tool_calls=[ToolCall(id=f"call-{len(messages)}", name=name, args=args)]))
+
+    session = StepEnvSessionAdapter(
+        GenericEnvClient(base_url=served.url), tool_specs=tools,
+        action_builder=lambda name, args: {"tool": name, "args": args},
+        initial_messages_builder=lambda result, task: [
+            {"role": "user", "content": result.observation["text"]}])
+    try:
+        rollout = MCPHarnessAdapter().run_white_box(model_step, session,
+                                                    HarnessRunLimits(max_turns=5))
+        assert rollout.done and len(rollout.tool_trace) == len(calls)
+        last = rollout.tool_trace[-1].result
+        assert last.done and last.metadata["reward"] == reward
+        verified = session.verify(rollout.messages)
+        assert (verified.env_reward, verified.done) == (reward, True)
+    finally:
+        session.close()
+    assert served.app.state.pool.sessions == {} or _closing(served)
+
+
+def _closing(served: Any) -> bool:
+    """The pool empties once the closed session's sandbox has stopped."""
+    import time
+
+    deadline = time.monotonic() + 30
+    while served.app.state.pool.sessions and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return served.app.state.pool.sessions == {}
