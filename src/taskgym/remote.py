@@ -78,7 +78,7 @@ class RemoteEnv(gym.Env[dict[str, str], Any]):
         closed = _websockets().exceptions.ConnectionClosed
         try:
             with contextlib.suppress(closed):  # a refusal sent before closing is still read
-                self._sync.send(json.dumps(message))
+                self._sync.send(_dumps(message))
             raw = self._sync.recv(timeout=self.timeout)
         except closed as exc:
             self._sync = None  # the next call opens a new session
@@ -91,7 +91,7 @@ class RemoteEnv(gym.Env[dict[str, str], Any]):
         return _reset_result(self._exchange(_reset_message(seed, options)))
 
     def step(self, action: Any) -> tuple[dict[str, str], float, bool, bool, dict[str, Any]]:
-        return _step_result(self._exchange({"type": "step", "data": _action(action)}))
+        return _step_result(self._exchange({"type": "step", "data": action}))
 
     def state(self) -> dict[str, Any]:
         """The server's state of the episode (episode id, steps, task id, done)."""
@@ -119,7 +119,7 @@ class RemoteEnv(gym.Env[dict[str, str], Any]):
         closed = _websockets().exceptions.ConnectionClosed
         try:
             with contextlib.suppress(closed):  # a refusal sent before closing is still read
-                await self._async.send(json.dumps(message))
+                await self._async.send(_dumps(message))
             raw = await asyncio.wait_for(self._async.recv(), self.timeout)
         except closed as exc:
             self._async = None  # the next call opens a new session
@@ -144,7 +144,7 @@ class RemoteEnv(gym.Env[dict[str, str], Any]):
 
     async def astep(self, action: Any) -> tuple[dict[str, str], float, bool, bool, dict[str, Any]]:
         """:meth:`step` for asyncio."""
-        return _step_result(await self._aexchange({"type": "step", "data": _action(action)}))
+        return _step_result(await self._aexchange({"type": "step", "data": action}))
 
     async def aclose(self) -> None:
         """:meth:`close` for asyncio."""
@@ -164,10 +164,10 @@ def _reset_message(seed: int | None, options: dict[str, Any] | None) -> dict[str
     return {"type": "reset", "data": data}
 
 
-def _action(action: Any) -> dict[str, Any]:
-    """An action as a step message's data: a dict as it is, anything else wrapped so that the
-    server's env judges it (and answers with an error observation)."""
-    return action if isinstance(action, dict) else {"tool": None, "args": action}
+def _dumps(message: dict[str, Any]) -> str:
+    """A message as JSON; what JSON cannot hold goes as its ``repr``, for the server's env to
+    judge as it would in process (an error observation)."""
+    return json.dumps(message, default=repr)
 
 
 def _data(raw: str | bytes) -> dict[str, Any]:

@@ -35,8 +35,11 @@ def test_remote_env_blocking_episodes(serve: Any) -> None:
         assert env.state()["done"] is True
         env.reset(options={"task_id": "answer"})
         assert env.step(SUBMIT)[1:3] == (0.0, True)
-        bad = env.step({"tool": "nope"})  # the episode is over: an error observation
-        assert bad[0]["text"].startswith("error:")
+        env.reset()
+        for action in ({"tool": "nope"}, "not json", 3, object(), b"\xff"):  # as in process:
+            obs, reward, terminated, truncated, info = env.step(action)  # error observations
+            assert obs["text"].startswith("error:") and "error" in info, action
+            assert (reward, terminated, truncated) == (0.0, False, False)
     finally:
         env.close()
 

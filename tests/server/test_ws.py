@@ -14,6 +14,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection
 
+import taskgym
 from taskgym.core.checks import host_state
 
 pytestmark = [pytest.mark.sandbox]
@@ -102,9 +103,20 @@ def test_error_codes_and_the_session_survives_them(serve: Any) -> None:
         assert bad_reset["code"] == "VALIDATION_ERROR" and "'sed'" in bad_reset["message"]
         missing = send(ws, {"type": "reset", "data": {"task_id": "no-such-task"}})["data"]
         assert missing["code"] == "VALIDATION_ERROR" and "no-such-task" in missing["message"]
-        # an action the env refuses is an observation, as in process
-        refused = send(ws, {"type": "step", "data": {"tool": 3}})["data"]
-        assert refused["observation"]["metadata"]["error"]
+        for bad in ({"seed": "abc"}, {"seed": -1}, {"seed": True}, {"options": [1]},
+                    {"task_id": 7}):
+            answer = send(ws, {"type": "reset", "data": bad})["data"]
+            assert answer["code"] == "VALIDATION_ERROR", (bad, answer)
+        assert send(ws, {"type": "reset", "data": [1]})["data"]["code"] == "VALIDATION_ERROR"
+        # an action the env refuses is an observation, as in process, whatever its JSON type
+        send(ws, {"type": "reset", "data": {}})
+        for action in ({"tool": 3}, 42, None, "not json", [1], {"type": "call_tool"}):
+            refused = send(ws, {"type": "step", "data": action})["data"]
+            assert refused["observation"]["text"].startswith("error:"), (action, refused)
+            assert (refused["reward"], refused["done"]) == (0.0, False)
+        as_text = send(ws, {"type": "step", "data": json.dumps({"tool": "bash",
+                                                                "args": {"command": "echo hi"}})})
+        assert as_text["data"]["observation"]["text"] == "hi\n[exit code 0]"
         send(ws, {"type": "reset", "data": {}})
         send(ws, {"type": "step", "data": SOLVE})
         assert send(ws, {"type": "step", "data": SUBMIT})["data"]["reward"] == 1.0
@@ -122,6 +134,26 @@ def test_a_factory_failure_is_factory_error(serve: Any) -> None:
         assert error["code"] == "FACTORY_ERROR" and "no env today" in error["message"]
         with pytest.raises(ConnectionClosed):
             ws.recv(timeout=30)
+
+
+def test_an_env_that_fails_to_reset_is_execution_error(serve: Any) -> None:
+    served = serve()
+    make_env = served.app.state.pool.make_env
+
+    def failing() -> Any:
+        env = make_env()
+
+        async def areset(**kwargs: Any) -> Any:
+            raise taskgym.SandboxError("the sandbox would not start")
+
+        env.areset = areset
+        return env
+
+    served.app.state.pool.make_env = failing
+    with served.ws() as ws:
+        error = send(ws, {"type": "reset", "data": {}})["data"]
+        assert error["code"] == "EXECUTION_ERROR" and "would not start" in error["message"]
+        assert send(ws, {"type": "state"})["type"] == "state"  # the session goes on
 
 
 def test_capacity_reached_then_freed(serve: Any) -> None:

@@ -26,6 +26,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 import taskgym
+from taskgym.core.tool import Tool
 from taskgym.core.wrappers import TaskMethods
 from taskgym.server import mcp
 from taskgym.server.protocol import (
@@ -151,7 +152,7 @@ async def _send(ws: WebSocket, message: dict[str, Any]) -> None:
     await ws.send_text(json.dumps(message))
 
 
-async def _serve_session(ws: WebSocket, session: Session, pool: SessionPool, tools: list[Any],
+async def _serve_session(ws: WebSocket, session: Session, pool: SessionPool, tools: list[Tool],
                          idle_timeout: float) -> None:
     """Answer ``ws``'s messages until it closes, sends ``close`` or stays idle too long."""
     while True:
@@ -188,25 +189,28 @@ async def _serve_session(ws: WebSocket, session: Session, pool: SessionPool, too
 
 
 async def _answer(session: Session, kind: Any, message: dict[str, Any],
-                  tools: list[Any]) -> dict[str, Any]:
+                  tools: list[Tool]) -> dict[str, Any]:
     """The answer to one message of a known or unknown ``kind``; never raises."""
-    data = message.get("data", {} if kind in ("reset", "state") else None)
     if kind not in ("reset", "step", "state"):
         return error_frame(ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {str(kind)[:100]}; "
                            "known: reset, step, state, mcp, close")
     if kind == "state":
         return {"type": "state", "data": session.state()}
-    if not isinstance(data, dict):
-        return error_frame(ErrorCode.VALIDATION_ERROR,
-                           f"a {kind} message needs 'data', a JSON object")
+    if kind == "reset" and not isinstance(message.get("data", {}), dict):
+        return error_frame(ErrorCode.VALIDATION_ERROR, "a reset message's 'data' is a JSON object")
+    if kind == "step" and "data" not in message:
+        return error_frame(ErrorCode.VALIDATION_ERROR, "a step message needs 'data', the action")
     try:
         if kind == "reset":
-            return {"type": "observation", "data": await session.reset(data)}
-        if data.get("type") == "list_tools":
+            return {"type": "observation", "data": await session.reset(message.get("data", {}))}
+        # any JSON value is an action: the env judges it (a bad one is an error observation)
+        action = message["data"]
+        mcp_type = action.get("type") if isinstance(action, dict) else None
+        if mcp_type == "list_tools":
             return {"type": "observation", "data": list_tools_payload(tools)}
-        payload = await session.step(native_action(data))
-        if data.get("type") == "call_tool":
-            call_tool_fields(data, payload)
+        payload = await session.step(native_action(action) if mcp_type else action)
+        if mcp_type == "call_tool":
+            call_tool_fields(action, payload)
         return {"type": "observation", "data": payload}
     except CapacityError as exc:
         return error_frame(ErrorCode.CAPACITY_REACHED, str(exc), active_sessions=exc.active,

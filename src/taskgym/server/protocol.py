@@ -72,7 +72,7 @@ def mcp_tool(tool: Tool) -> dict[str, Any]:
     return {"name": tool.name, "description": tool.description, "input_schema": tool.json_schema()}
 
 
-def native_action(data: dict[str, Any]) -> dict[str, Any] | Any:
+def native_action(data: dict[str, Any]) -> dict[str, Any]:
     """OpenEnv's ``call_tool`` action as taskgym's ``{"tool", "args"}``; anything else as sent
     (the env turns a bad action into an error observation)."""
     if data.get("type") == "call_tool":

@@ -50,13 +50,20 @@ class Session:
         if unknown:
             raise ConfigError(f"unknown reset field(s) {', '.join(map(repr, unknown))}; "
                               f"known: {', '.join(RESET_KEYS)}")
-        options = dict(data.get("options") or {})
-        if data.get("task_id") is not None:
+        seed, options, task_id = data.get("seed"), data.get("options") or {}, data.get("task_id")
+        if seed is not None and (type(seed) is not int or seed < 0):
+            raise ConfigError(f"seed must be a non-negative integer, not {str(seed)[:100]!r}")
+        if not isinstance(options, dict):
+            raise ConfigError("options must be a JSON object (such as {\"task_id\": ...})")
+        if task_id is not None and not isinstance(task_id, str):
+            raise ConfigError(f"task_id must be a string, not {str(task_id)[:100]!r}")
+        options = dict(options)
+        if task_id is not None:
             options["task_id"] = data["task_id"]
         async with self.pool.start_slot():
             self.busy = True
             try:
-                obs, info = await self.env.areset(seed=data.get("seed"), options=options or None)
+                obs, info = await self.env.areset(seed=seed, options=options or None)
             finally:
                 self.busy = False
         episode_id = data.get("episode_id")
