@@ -266,3 +266,19 @@ def test_a_token_guards_every_route_but_health(serve: Any) -> None:
         served.ws()
     with served.ws(Authorization="Bearer s3cret") as ws:
         assert send(ws, {"type": "state"})["type"] == "state"
+
+
+@pytest.mark.docker
+@pytest.mark.hacks
+def test_on_docker_an_episode_scores_1_and_a_fake_reward_file_0(serve: Any,
+                                                                docker_backend: Any) -> None:
+    served = serve(sandbox=docker_backend)
+    with served.ws() as ws:
+        send(ws, {"type": "reset", "data": {}})
+        send(ws, {"type": "step", "data": SOLVE})
+        assert send(ws, {"type": "step", "data": SUBMIT})["data"]["reward"] == 1.0
+        send(ws, {"type": "reset", "data": {}})
+        send(ws, {"type": "step", "data": {"tool": "bash", "args": {"command":
+             "mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt; echo 1 > /tmp/reward.txt"}}})
+        end = send(ws, {"type": "step", "data": SUBMIT})["data"]
+        assert (end["reward"], end["done"]) == (0.0, True)
