@@ -3,7 +3,7 @@
 ``GET /health``, ``/metadata``, ``/schema``; ``/ws``, one session per connection speaking
 OpenEnv's messages (``reset``, ``step``, ``state``, ``mcp``, ``close``; errors with OpenEnv's
 codes), or attached to a session made over ``POST /mcp`` (``/ws?session_id=``,
-:mod:`taskgym.server.mcp`).
+:mod:`taskgym.server.mcp`); OpenEnv's task-listing routes (:mod:`taskgym.server.tasks`).
 OpenEnv's stateless ``POST /reset``, ``/step`` and ``GET /state`` are refused with a message
 that says why (a fresh env per call never reaches a graded end). With a ``token``, every
 route but ``/health`` wants ``Authorization: Bearer <token>``.
@@ -38,6 +38,7 @@ from taskgym.server.protocol import (
     schemas,
 )
 from taskgym.server.sessions import CapacityError, Session, SessionPool
+from taskgym.server.tasks import task_routes
 
 STATELESS_REFUSAL = (
     "taskgym serve refuses OpenEnv's stateless {route} (as OpenEnv's production mode does): "
@@ -64,6 +65,7 @@ def create_app(env_id: str, *, max_sessions: int = 8, max_sessions_per_client: i
     probe = taskgym.make(env_id, **make_kwargs)  # a bad id or keyword fails here, at start
     tools = list(probe.unwrapped.tools)  # type: ignore[attr-defined]
     description = str(getattr(probe.unwrapped, "description", ""))
+    task_set = probe.unwrapped.task_set  # type: ignore[attr-defined]
     probe.close()
 
     def make_env() -> TaskMethods:
@@ -140,7 +142,7 @@ def create_app(env_id: str, *, max_sessions: int = 8, max_sessions_per_client: i
     routes = [Route("/health", health), Route("/metadata", metadata), Route("/schema", schema),
               Route("/reset", refused, methods=["POST"]), Route("/step", refused, methods=["POST"]),
               Route("/state", refused), Route("/mcp", jsonrpc, methods=["POST"]),
-              WebSocketRoute("/ws", websocket)]
+              WebSocketRoute("/ws", websocket), *task_routes(env_id, task_set)]
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.pool = pool
     if token is not None:
