@@ -4,6 +4,7 @@ CLI's refusal to serve beyond loopback without a token."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -100,3 +101,49 @@ def test_serving_beyond_loopback_needs_a_token(capsys: pytest.CaptureFixture[str
         serve("coding-terminal-v0", host="0.0.0.0")
     assert main(["serve", "coding-terminal-v0", "--host", "0.0.0.0"]) == 2
     assert "give a token" in capsys.readouterr().err
+
+
+def test_the_cli_serves_with_its_options(answer_tasks: str, local_backend: Any) -> None:
+    import os
+    import socket
+    import subprocess
+    import sys
+    import urllib.error
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "taskgym", "serve", "coding-terminal-v0", "--port", str(port),
+         "--tasks", answer_tasks, "--max-sessions", "1", "--max-steps", "3"],
+        env={**os.environ, "TASKGYM_SERVE_TOKEN": "tok"}, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/health", timeout=5).close()
+                break
+            except OSError:
+                assert server.poll() is None, server.communicate()[1]
+                assert time.monotonic() < deadline, "taskgym serve did not come up"
+                time.sleep(0.2)
+        with pytest.raises(urllib.error.HTTPError) as refused:  # the token from the environment
+            urllib.request.urlopen(f"{url}/metadata", timeout=5)
+        assert refused.value.code == 401
+        request = urllib.request.Request(f"{url}/metadata", headers={"Authorization": "Bearer tok"})
+        with urllib.request.urlopen(request, timeout=5) as response:
+            assert json.loads(response.read())["max_sessions"] == 1
+        env = RemoteEnv(url, token="tok")
+        try:
+            env.reset()
+            for _ in range(2):
+                assert env.step({"tool": "bash", "args": {"command": "true"}})[3] is False
+            assert env.step({"tool": "bash", "args": {"command": "true"}})[3] is True  # --max-steps
+        finally:
+            env.close()
+    finally:
+        server.terminate()
+        server.communicate(timeout=60)
