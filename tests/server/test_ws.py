@@ -3,8 +3,10 @@ what happens to a session's sandbox when its client goes away."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -169,6 +171,39 @@ def test_capacity_reached_then_freed(serve: Any) -> None:
         time.sleep(0.05)
     with served.ws() as third:
         assert send(third, {"type": "state"})["type"] == "state"
+
+
+def test_back_pressure_on_sandbox_starts(serve: Any) -> None:
+    """With the one start slot held by a reset that waits, another session's reset is refused
+    with CAPACITY_REACHED after start_wait, and that session goes on."""
+    served = serve(max_starting=1, start_wait=0.5)
+    make_env = served.app.state.pool.make_env
+    entered, release = threading.Event(), threading.Event()
+
+    def first_waits() -> Any:  # the first reset of all (one event loop: no race) waits
+        env = make_env()
+        real = env.areset
+
+        async def areset(**kwargs: Any) -> Any:
+            if not entered.is_set():
+                entered.set()
+                while not release.is_set():
+                    await asyncio.sleep(0.01)
+            return await real(**kwargs)
+
+        env.areset = areset
+        return env
+
+    served.app.state.pool.make_env = first_waits
+    with served.ws() as first, served.ws() as second:
+        first.send(json.dumps({"type": "reset", "data": {}}))
+        assert entered.wait(timeout=60)  # the first reset holds the only slot
+        refused = send(second, {"type": "reset", "data": {}})["data"]
+        assert refused["code"] == "CAPACITY_REACHED"
+        assert "1 sandboxes are starting already" in refused["message"]
+        release.set()
+        assert json.loads(first.recv(timeout=60))["type"] == "observation"
+        assert send(second, {"type": "reset", "data": {}})["type"] == "observation"
 
 
 def test_per_client_limit(serve: Any) -> None:
