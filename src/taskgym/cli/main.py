@@ -1,4 +1,4 @@
-"""``taskgym list | run | eval | doctor | images build | env check | task check``."""
+"""``taskgym list | run | eval | doctor | images build | env check | task check | serve``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from taskgym.cli.serve import add_serve_parser
 
 __all__ = ["main"]
 
@@ -345,6 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--env", default="coding-terminal-v0")
     check.add_argument("--sandbox", default="local")
     check.set_defaults(func=cmd_task_check)
+    add_serve_parser(sub, _positive_int)
     return parser
 
 

@@ -1,0 +1,48 @@
+"""``taskgym serve``: taskgym envs over OpenEnv's protocol (docs/server.md).
+
+:func:`create_app` builds the ASGI app (Starlette); :func:`serve` runs it on uvicorn. The
+server binds 127.0.0.1 unless told otherwise, and refuses to start on any other address
+without a token. Needs the ``serve`` extra (``pip install 'taskgym[serve]'``).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+from taskgym.errors import ConfigError, MissingDependencyError
+
+try:
+    from taskgym.server.app import create_app
+except ImportError as exc:  # pragma: no cover - depends on the install
+    raise MissingDependencyError(
+        f"taskgym serve needs the serve extra ({exc.name} is missing): "
+        "pip install 'taskgym[serve]'") from exc
+
+__all__ = ["create_app", "is_loopback", "serve"]
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine only (``localhost``, 127.0.0.0/8, ``::1``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(env_id: str, *, host: str = "127.0.0.1", port: int = 8000, token: str | None = None,
+          **options: Any) -> None:
+    """Serve ``env_id`` on ``host:port`` until interrupted (``options``: :func:`create_app`'s).
+
+    Raises :class:`~taskgym.ConfigError` when ``host`` is not loopback and no token is given.
+    """
+    if not is_loopback(host) and not token:
+        raise ConfigError(f"serving on {host} makes the env reachable from other machines: give "
+                          "a token (--token, or TASKGYM_SERVE_TOKEN), which clients send as "
+                          "'Authorization: Bearer <token>', or bind 127.0.0.1")
+    import uvicorn
+
+    app = create_app(env_id, token=token, **options)
+    uvicorn.run(app, host=host, port=port, log_level="info", ws_max_size=100 * 2**20)
