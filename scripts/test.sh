@@ -47,12 +47,14 @@ if ! wait "$fresh_pid"; then
 fi
 tail -n 1 "$fresh_log"
 took "lint, types, docs and the README's first command"
-TASKGYM_REQUIRE_SANDBOX=1 python3 -m pytest -m "not docker and not trainers" "$@"
+TASKGYM_REQUIRE_SANDBOX=1 python3 -m pytest -m "not docker and not trainers and not openenv" "$@"
 took "the local tests"
 ./scripts/test_unprivileged.sh
 took "the unprivileged tests"
 ./scripts/test_integrations.sh  # the trainers' shared core against the real packages, in its own venv
 took "the trainers' shared core"
+./scripts/test_openenv.sh  # taskgym serve driven by OpenEnv's own clients, in its own venv
+took "taskgym serve against OpenEnv's clients"
 
 # -- docker backend: engine, offline images, then every docker-marked test (none may skip) --
 if ! wait "$setup_pid"; then
