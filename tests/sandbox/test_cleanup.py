@@ -105,3 +105,26 @@ def _cmd(proc: Path) -> str:
         return (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
     except OSError:
         return ""
+
+
+def test_the_reaper_removes_folders_nested_deeper_than_python_recurses(tmp_path: Path) -> None:
+    # an agent can nest folders thousands deep; whatever a killed run left of them must not
+    # crash the reaper every later start runs (shutil.rmtree raised RecursionError here)
+    dead = runtime_root() / f"{2**22 + 7}-1-deep"  # above pid_max: no such owner is alive
+    deep = dead / "app"
+    deep.mkdir(parents=True)
+    fd = os.open(deep, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for level in range(3000):
+            os.mkdir("d", dir_fd=fd)
+            if level % 500 == 0:
+                os.close(os.open("f", os.O_CREAT | os.O_WRONLY, dir_fd=fd))
+            sub = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = sub
+        os.symlink("/etc", "link", dir_fd=fd)  # removed, never followed
+    finally:
+        os.close(fd)
+    assert str(dead) in reap()
+    assert not dead.exists()
+    assert Path("/etc/passwd").exists()

@@ -24,7 +24,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-__all__ = ["CopyStats", "TreeTooBig", "clear_tree", "copy_tree", "tree_bytes"]
+__all__ = ["CopyStats", "TreeTooBig", "clear_tree", "copy_tree", "remove_tree", "tree_bytes"]
 
 FICLONE = 0x40049409
 """``ioctl(dst, FICLONE, src)``: make ``dst`` share all of ``src``'s extents (linux/fs.h)."""
@@ -121,20 +121,64 @@ def tree_bytes(fd: int) -> int:
 
 
 def clear_tree(fd: int) -> None:
-    """Remove everything under the folder ``fd`` (the folder itself stays)."""
+    """Remove everything under the folder ``fd`` (the folder itself stays).
+
+    The walk holds one descriptor at a time and no Python frame per level (it climbs back
+    through ``..``), so a tree of any depth is removed: an agent's folders nested thousands
+    deep must not crash whoever cleans up after it."""
     with _owner_access(fd):
-        for entry in _listing(fd):
-            if entry.is_dir(follow_symlinks=False):
-                with contextlib.suppress(OSError):
-                    os.chmod(entry.name, 0o700, dir_fd=fd, follow_symlinks=False)
-                sub = os.open(entry.name, _DIR, dir_fd=fd)
-                try:
-                    clear_tree(sub)
-                finally:
-                    os.close(sub)
-                os.rmdir(entry.name, dir_fd=fd)
-            else:
-                os.unlink(entry.name, dir_fd=fd)
+        here = os.dup(fd)
+        above: list[tuple[str, list[str]]] = []  # (this folder's name, its siblings left)
+        try:
+            left = _clear_files(here)
+            while True:
+                if left:
+                    name = left.pop()
+                    with contextlib.suppress(OSError):
+                        os.chmod(name, 0o700, dir_fd=here, follow_symlinks=False)
+                    sub = os.open(name, _DIR, dir_fd=here)
+                    os.close(here)
+                    here = sub
+                    above.append((name, left))
+                    left = _clear_files(here)
+                elif above:
+                    name, left = above.pop()
+                    parent = os.open("..", _DIR, dir_fd=here)
+                    os.close(here)
+                    here = parent
+                    os.rmdir(name, dir_fd=here)
+                else:
+                    return
+        finally:
+            os.close(here)
+
+
+def remove_tree(path: str | os.PathLike[str]) -> None:
+    """Remove the folder ``path`` and everything in it, whatever its depth (see
+    :func:`clear_tree`); a link at ``path`` is removed, never followed."""
+    try:
+        fd = os.open(path, _DIR)
+    except OSError as exc:
+        if exc.errno in (errno.ENOTDIR, errno.ELOOP):
+            os.unlink(path)
+            return
+        raise
+    try:
+        clear_tree(fd)
+    finally:
+        os.close(fd)
+    os.rmdir(path)
+
+
+def _clear_files(fd: int) -> list[str]:
+    """Unlink every entry of the folder ``fd`` but its folders, whose names it returns."""
+    folders = []
+    for entry in _listing(fd):
+        if entry.is_dir(follow_symlinks=False):
+            folders.append(entry.name)
+        else:
+            os.unlink(entry.name, dir_fd=fd)
+    return folders
 
 
 def _listing(fd: int) -> list[os.DirEntry[str]]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import shutil
 import stat
 import tempfile
 import threading
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from taskgym.errors import ConfigError
 from taskgym.sandbox._cgroups import cgroup_parents, remove_cgroup
+from taskgym.sandbox._tree import remove_tree
 from taskgym.sandbox.procs import proc_stat
 
 __all__ = ["MEMORY_BASE", "leftovers", "memory_root", "owner_alive", "reap", "reap_once",
@@ -128,7 +128,8 @@ def reap() -> list[str]:
     roots = [runtime_root(), memory_root(create=False)]
     for entry in leftovers():
         if any(root is not None and entry.is_relative_to(root) for root in roots):
-            shutil.rmtree(entry, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                remove_tree(entry)  # any depth: an agent's folders may nest thousands deep
         else:
             remove_cgroup(entry)
         removed.append(str(entry))

@@ -10,7 +10,6 @@ import json
 import os
 import platform
 import select
-import shutil
 import socket
 import time
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from taskgym.sandbox._commands import (
     CONTROL_MB,
 )
 from taskgym.sandbox._seccomp import DENIED_SYSCALLS
+from taskgym.sandbox._tree import clear_tree
 from taskgym.sandbox.base import ResourceUsage
 from taskgym.sandbox.booting import JobThread
 from taskgym.sandbox.cleanup import owner_alive
@@ -187,14 +187,8 @@ class Container:
             except OSError:
                 continue
             try:
-                for name in os.listdir(fd):
-                    try:
-                        shutil.rmtree(name, dir_fd=fd)
-                    except NotADirectoryError:
-                        os.unlink(name, dir_fd=fd)
-                    except OSError:  # a link: rmtree never follows one
-                        with contextlib.suppress(OSError):
-                            os.unlink(name, dir_fd=fd)
+                with contextlib.suppress(OSError):
+                    clear_tree(fd)  # any depth, links never followed
             finally:
                 os.close(fd)
 
