@@ -2,7 +2,7 @@
 
 The final workspace (the project) is copied into a new sandbox; ``inside/grade.py`` gets the
 task's ``tests/check.gd`` by descriptor (it is never a file the agent's sandbox could see),
-builds the graded project from allow-listed files only (``inside/project.py``) and runs the
+builds the graded project from allow-listed files only (``inside/graded_project.py``) and runs the
 engine on the harness with ``--fixed-fps``. The reward is 1 when every named check passed,
 else 0 (the fraction that passed is a component).
 
@@ -55,7 +55,7 @@ NODE_CALL = re.compile(r'\bnode\(\s*root\s*,\s*"([^"]*)"\s*,\s*"([^"]*)"\s*\)')
 def check_names(source: str) -> set[str]:
     """The check names a check's GDScript can report: its string literals, and "<path> is a
     <type>" for each ``node(root, "<path>", "<type>")`` (checklib's helper)."""
-    names = {m.group(1).encode().decode("unicode_escape") for m in STRING.finditer(source)}
+    names = {re.sub(r'\\(["\\])', r"\1", m.group(1)) for m in STRING.finditer(source)}
     return names | {f"{path} is a {kind}" for path, kind in NODE_CALL.findall(source)}
 
 

@@ -108,7 +108,7 @@ def declared(toks: list[Token]) -> set[str]:
             if tok.kind == "name" and depth == 1 and prev in ("(", ","):
                 names.add(tok.text)
             in_params = depth > 0
-        if tok.text == "{" and prev == "enum" or (i >= 2 and tok.text == "{" and toks[i - 2].text == "enum"):
+        if tok.text == "{" and "enum" in (prev, toks[i - 2].text if i >= 2 else ""):
             in_enum = True
         elif in_enum and tok.text == "}":
             in_enum = False
@@ -150,16 +150,23 @@ def check(source: str, own: set[str], shared: set[str], files: set[str]) -> None
     toks = tokens(source)
     funcs = {toks[i + 1].text for i, t in enumerate(toks[:-1]) if t.text == "func"}
     signals = {toks[i + 1].text for i, t in enumerate(toks[:-1]) if t.text == "signal"}
-    skip_path = False
+    path = ""  # in a $ node path: "name" when a node name is next, "/" when a slash may be
     for i, tok in enumerate(toks):
         prev = toks[i - 1] if i else Token("newline", "\n", 0)
         if tok.kind == "op" and tok.text == "$":
-            skip_path = True
+            path = "name"
             continue
-        if skip_path:  # $Body/Mesh or $"Body/Mesh": node names, not code
-            if tok.kind in ("name", "string") or tok.text == "/":
-                continue
-            skip_path = False
+        if path == "name" and tok.kind in ("name", "string"):  # $Body/Mesh, $"Body/Mesh"
+            path = "/" if tok.kind == "name" else ""
+            continue
+        if path == "/" and tok.kind == "op" and tok.text == "/":
+            path = "name"
+            continue
+        if path == "name":
+            raise ScriptError(f"line {tok.line}: a $ node path is names separated by /, or a string")
+        path = ""
+        if tok.kind == "string" and prev.text == "extends" and tok.text not in files:
+            raise ScriptError(f"line {tok.line}: extends \"path\" only of a graded script of the project")
         if tok.kind == "op" and tok.text == "@":
             raise ScriptError(f"line {tok.line}: '@' is not GDScript 3")
         if tok.kind != "name":

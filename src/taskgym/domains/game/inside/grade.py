@@ -3,9 +3,10 @@
 1. Become non-dumpable (no process here can read this one's memory or descriptors), read
    the nonce and the secret (the check's GDScript, the time bound, whether the task allows
    scripts), close those.
-2. Build the graded project from /app with :mod:`project`: only allow-listed scenes,
-   resources and scripts, checked by real grammars (:mod:`resources`, :mod:`gdscript`), and the
-   grader's own project.godot (physics pinned); anything else the engine could load refuses.
+2. Build the graded project from /app with :mod:`graded_project`: only allow-listed
+   scenes, resources and scripts, checked by real grammars (:mod:`text_resources`,
+   :mod:`gdscript`), and the grader's own project.godot (physics pinned); anything else the
+   engine could load refuses.
 3. In a private 0700 folder: the check, a one-time token and the report file. The engine runs
    /.game/harness.gd on the graded project with --fixed-fps; a process group that outlives the
    bound is killed. The harness opens the report file before any project code loads and
@@ -33,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))  # -I leaves the script's folder off the path
 
-import project  # noqa: E402
+import graded_project  # noqa: E402
 
 APP = Path("/app")
 HARNESS = Path(__file__).with_name("harness.gd")
@@ -112,8 +113,8 @@ def main() -> None:
     record: dict[str, Any]
     log = ""
     try:
-        project.build(APP, work / "project", scripts_allowed=secret["scripts"] != "none")
-    except project.Refused as refused:
+        graded_project.build(APP, work / "project", scripts_allowed=secret["scripts"] != "none")
+    except graded_project.Refused as refused:
         record = {"ok": False, "cause": "refused", "reason": str(refused)[:1000]}
     else:
         record, log = run_engine(work / "project", work, secret["check"], float(secret["timeout"]))

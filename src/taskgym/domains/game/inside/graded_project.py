@@ -3,8 +3,8 @@
 The agent's folder is never given to the engine. :func:`build` copies into a fresh folder the
 files the engine may load — exact lower-case ``.tscn``, ``.tres`` and ``.gd`` (no ``.gd`` at
 all for a task whose ``[game] scripts`` is ``"none"``), from folders that are not hidden, no
-links — after checking each with :mod:`resources` and :mod:`gdscript`. Any other file the
-engine could load as code or as a resource (any case of ``.gd``, ``.gdc``, ``.gde``, ``.scn``,
+links — after checking each with :mod:`text_resources` and :mod:`gdscript`. Any other file
+the engine could load as code or as a resource (any case of ``.gd``, ``.gdc``, ``.gde``, ``.scn``,
 ``.res``, ``.gdns``, ``.cs``, native libraries, ``override.cfg``..., or a script anywhere in a
 hidden folder such as ``.import``) refuses the grade with a reason, rather than being silently
 left out. ``project.godot`` is never copied: :data:`SETTINGS` is the grader's, with no
@@ -18,7 +18,7 @@ import stat
 from pathlib import Path
 
 import gdscript
-import resources
+import text_resources
 
 GRADED = (".tscn", ".tres", ".gd")
 LOADABLE = frozenset("""
@@ -96,6 +96,8 @@ def collect(app: Path, scripts_allowed: bool) -> dict[str, str]:
                 found[f"res://{rel.as_posix()}"] = path.read_bytes().decode("utf-8")
             except UnicodeDecodeError:
                 raise Refused(f"{rel} is not UTF-8 text") from None
+            except OSError as error:
+                raise Refused(f"{rel} cannot be read ({error.strerror})") from None
             if len(found) > MAX_FILES:
                 raise Refused(f"more than {MAX_FILES} scenes, resources and scripts")
     return found
@@ -114,7 +116,7 @@ def build(app: Path, dest: Path, scripts_allowed: bool) -> None:
         methods |= {toks[i + 1].text for i, t in enumerate(toks[:-1]) if t.text == "func"}
     for path, text in files.items():
         if not path.endswith(".gd"):
-            why = resources.check_file(path, text, set(files), methods)
+            why = text_resources.check_file(path, text, set(files), methods)
             if why:
                 raise Refused(why)
     dest.mkdir(mode=0o700)

@@ -239,9 +239,9 @@ def check(path: str, text: str, files: set[str], methods: set[str]) -> None:
         raise ResourceError(f"the file must start with [{head} ...]")
     if sections[0].fields.get("format") != 2:
         raise ResourceError("only format=2 (Godot 3) files are graded")
-    if head == "gd_resource" and sections[0].fields.get("type") not in RESOURCE_CLASSES:
+    if head == "gd_resource" and hashable(sections[0].fields.get("type")) not in RESOURCE_CLASSES:
         raise ResourceError(f"a {sections[0].fields.get('type')} resource is not on the allow-list")
-    exts: dict[Any, str] = {}
+    exts: dict[Any, str] = {}  # by hashable(id)
     subs: set[Any] = set()
     for section in sections[1:]:
         tag, fields = section.tag, section.fields
@@ -249,25 +249,25 @@ def check(path: str, text: str, files: set[str], methods: set[str]) -> None:
             raise ResourceError(f"a [{tag}] section is not allowed in a {suffix} file")
         if tag == "ext_resource":
             target, kind = fields.get("path"), fields.get("type")
-            if target not in files:
+            if hashable(target) not in files:
                 raise ResourceError(f"[ext_resource] {target!r} is not one of the project's graded files")
             wanted = ".gd" if kind == "Script" else ".tscn" if kind == "PackedScene" else ".tres"
             if not str(target).endswith(wanted):
                 raise ResourceError(f"[ext_resource] a {kind} must be a {wanted} file, not {target}")
-            exts[fields.get("id")] = str(kind)
+            exts[hashable(fields.get("id"))] = str(kind)
         elif tag == "sub_resource":
-            if fields.get("type") not in RESOURCE_CLASSES:
+            if hashable(fields.get("type")) not in RESOURCE_CLASSES:
                 raise ResourceError(f"a {fields.get('type')!r} sub-resource is not on the allow-list "
                                     "(scripts must be .gd files)")
-            subs.add(fields.get("id"))
+            subs.add(hashable(fields.get("id")))
         elif tag == "node":
             extra = set(fields) - NODE_FIELDS
             if extra:
                 raise ResourceError(f"[node] field {sorted(extra)[0]} is not allowed")
-            if "type" in fields and fields["type"] not in NODE_CLASSES:
+            if "type" in fields and hashable(fields["type"]) not in NODE_CLASSES:
                 raise ResourceError(f"a {fields['type']!r} node is not on the allow-list")
         elif tag == "connection":
-            if fields.get("method") not in methods:
+            if hashable(fields.get("method")) not in methods:
                 raise ResourceError(f"[connection] method {fields.get('method')!r} is declared by no "
                                     "graded script")
         for key, value in section.props:
@@ -275,10 +275,10 @@ def check(path: str, text: str, files: set[str], methods: set[str]) -> None:
                 raise ResourceError(f"{key} {REFUSED_PROPERTIES[key]}, which graded scenes may not")
             external = isinstance(value, Call) and value.name == "ExtResource"
             if key == "script" and (tag != "node" or not external
-                                    or exts.get(value.args[0] if value.args else None) != "Script"):
+                                    or exts.get(hashable(value.args[0] if value.args else None)) != "Script"):
                 raise ResourceError("script may only be an [ext_resource] .gd on a node")
         for call in [c for v in [*fields.values(), *(v for _, v in section.props)] for c in _calls(v)]:
-            ref = call.args[0] if call.args else None
+            ref = hashable(call.args[0] if call.args else None)
             declared = exts if call.name == "ExtResource" else subs if call.name == "SubResource" else None
             if declared is not None and ref not in declared:
                 raise ResourceError(f"{call.name}( {ref} ) names no resource declared above it")
@@ -290,4 +290,11 @@ def check_file(path: str, text: str, files: set[str], methods: set[str]) -> str 
         check(path, text, files, methods)
     except ResourceError as error:
         return f"{path}: {error}"
+    except RecursionError:
+        return f"{path}: values nested too deeply"
     return None
+
+
+def hashable(value: Any) -> Any:
+    """``value`` as a set member: a field may hold a list where a name or id belongs."""
+    return value if isinstance(value, (str, float)) else repr(value)
