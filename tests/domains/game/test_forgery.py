@@ -95,6 +95,20 @@ def test_stopping_or_speeding_time_is_refused(play: Play, ready: str) -> None:
     assert refused(play(MOVER_TASK, {"mover.gd": f"extends Spatial\n\nfunc _ready():\n{ready}\n"}))
 
 
+@pytest.mark.parametrize("ready", [
+    '\tvar k = "pause" + "_mode"\n\tself[k] = 2',
+    '\tvar k = "space_" + "override"\n\tvar a = Area.new()\n\tget_parent().get_parent().add_child(a)\n'
+    '\ta[k] = 3',
+    '\tvar k = "scr" + "ipt"\n\tget_node("Mesh")[k] = preload("res://other.gd")',
+], ids=["pause-mode", "area-gravity-beside-the-scene", "script-swap"])
+def test_a_property_set_by_a_computed_name_is_caught_while_playing(play: Play, ready: str) -> None:
+    """The allow-list cannot see a subscript key built at run time; the harness checks what
+    it could change every frame, over the whole tree."""
+    code = f"extends Spatial\n\nfunc _ready():\n{ready}\n"
+    result = play(MOVER_TASK, {"mover.gd": code, "other.gd": "extends Spatial\n"})
+    assert result.score == 0.0 and result.details.get("cause") == "world", result
+
+
 GOAL_NODE = '[node name="Goal" type="Area" parent="."]'
 
 

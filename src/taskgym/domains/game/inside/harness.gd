@@ -43,7 +43,7 @@ func _fail(token, cause, detail = ""):
 		printerr("grader: " + detail)  # for the log (humans), never the agent
 	_emit(token, {"ok": false, "cause": cause})
 
-func _world_pinned(root):
+func _world_pinned(top):
 	# what the checks assume of time and physics; none of it is the project's to change
 	if paused or Engine.time_scale != 1.0 or Engine.iterations_per_second != 60:
 		return false
@@ -51,7 +51,7 @@ func _world_pinned(root):
 		return false
 	if ProjectSettings.get_setting("physics/3d/default_gravity_vector") != Vector3(0, -1, 0):
 		return false
-	var stack = [root]
+	var stack = [top]  # the whole tree: a node added beside the scene counts too
 	while stack:
 		var n = stack.pop_back()
 		if n is Area and n.space_override != Area.SPACE_OVERRIDE_DISABLED:
@@ -61,9 +61,9 @@ func _world_pinned(root):
 		stack += n.get_children()
 	return true
 
-func _scripts_of(root):
+func _scripts_of(top):
 	var out = {}
-	var stack = [root]
+	var stack = [top]
 	while stack:
 		var n = stack.pop_back()
 		out[n.get_instance_id()] = n.get_script()
@@ -123,8 +123,8 @@ func _grade(token, check_script):
 	var root = packed.instance() if packed != null else null
 	if root == null:
 		return _fail(token, "no-scene", "%s does not load" % check.scene)
+	var scripts = _scripts_of(root)  # before any project code ran (_ready)
 	get_root().add_child(root)
-	var scripts = _scripts_of(root)
 	check.setup(root)
 	var start = Engine.get_physics_frames()
 	var frame = 0
@@ -136,7 +136,7 @@ func _grade(token, check_script):
 				else:
 					Input.action_release(event[1])
 		yield(self, "physics_frame")
-		if not _world_pinned(root):
+		if not _world_pinned(get_root()):
 			return _fail(token, "world", "the tree was paused, time scaled, or physics changed")
 		frame = Engine.get_physics_frames() - start
 		check.step(root, frame)
