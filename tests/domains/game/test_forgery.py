@@ -213,6 +213,10 @@ REPLIES = {
     "huge": 'for i in range(6000):\n\t\tf.store_string("{\\"ok\\": true, \\"x\\": \\"%s\\"}" '
             '% "a".repeat(1000))',
     "empty": 'f.store_string("")',
+    "link": 'f.close()\n\tOS.execute("ln", ["-sf", "/etc/passwd", '
+            'OS.get_environment("TASKGYM_GAME_REPLY")], true)',
+    "fifo": 'f.close()\n\tvar path = OS.get_environment("TASKGYM_GAME_REPLY")\n'
+            '\tOS.execute("rm", ["-f", path], true)\n\tOS.execute("mkfifo", [path], true)',
 }
 
 
