@@ -57,6 +57,7 @@ def test_every_reference_script_and_scene_is_allowed() -> None:
     "$A if true else get_tree()", "Engine.time_scale = 9", "PhysicsServer.area_set_param(0, 0, 0)",
     "get_viewport()", 'propagate_call("quit")', "str2var(\"Object(Expression)\")", "var \u00e9 = 1",
     "pause_mode = 2", "get_world().direct_space_state", "@onready var x = 1",
+    'emit_signal("mine".replace("mine", "ready"))', 'emit_signal("mine" + "x")', "emit_signal()",
 ])
 def test_scripts_outside_the_allow_list_are_refused(body: str) -> None:
     assert gdscript.check_project({"res://a.gd": HEAD + body}, []) is not None
@@ -71,7 +72,8 @@ def test_refused_keywords_and_bases(source: str) -> None:
 
 
 @pytest.mark.parametrize("body", [
-    'emit_signal("mine")', 'connect("mine", self, "own")', '$A/B.translation.x = 1',
+    'emit_signal("mine")', 'emit_signal("mine", 1, Vector3())', 'self.emit_signal("mine")',
+    'connect("mine", self, "own")', '$A/B.translation.x = 1',
     'get_node("../Ball").linear_velocity = Vector3.UP * 2', 'var d = {"a": 1}\n\tvar k = "a"\n\td[k] = 2',
     'if Input.is_action_pressed("next"):\n\t\trotate_y(deg2rad(5))', 'var s = "\u00e9"',
 ])

@@ -181,8 +181,8 @@ def check(source: str, own: set[str], shared: set[str], files: set[str]) -> None
                                   f"not {name}")
             continue
         if name in ("preload", "load"):
-            path = _literal_call(toks, i, "s")
-            if not path or path[0] not in files:
+            target = _literal_call(toks, i, "s")
+            if not target or target[0] not in files:
                 raise ScriptError(f"{where}: {name} only of a string naming one of the project's "
                                   "graded files")
             continue
@@ -193,8 +193,9 @@ def check(source: str, own: set[str], shared: set[str], files: set[str]) -> None
                                   "this script declares")
             continue
         if name == "emit_signal":
-            args = _arguments(toks, i)
-            if prev.text == "." and toks[i - 2].text != "self" or not args[1:] \
+            args = _arguments(toks, i)  # "(", then the signal's name: one string, whole
+            whole = len(args) == 2 or len(args) > 2 and args[2].text == "," and args[2].kind == "op"
+            if prev.text == "." and toks[i - 2].text != "self" or len(args) < 2 or not whole \
                     or args[1].kind != "string" or args[1].text not in signals:
                 raise ScriptError(f"{where}: emit_signal only of a signal this script declares, on itself")
             continue
