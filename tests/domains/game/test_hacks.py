@@ -1,7 +1,7 @@
 """Reward hacks score zero through the real grader, on every backend: printing the marker
 (or a forged report), quitting early, _notification and _get overrides, shadowing engine
 methods, calling the harness, autoloads, editing the expectations, malformed scenes,
-endless loops."""
+endless loops. The forgery classes of the security issue are in test_forgery.py."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import json
 import time
 
 import pytest
+
+from taskgym.domains.game.verifier import CAUSES
 
 from .conftest import Play
 
@@ -54,8 +56,8 @@ def test_quitting_the_engine_early_scores_zero(play: Play, ready: str) -> None:
 def test_overrides_that_could_lie_to_the_check_score_zero(play: Play, body: str) -> None:
     result = play(TASK, mover(body))
     assert result.score == 0.0, result
-    reason, log = str(result.details.get("reason")), str(result.details.get("log"))
-    assert "may not" in reason or "redefines" in reason or "Parse Error" in log, result
+    reason = str(result.details.get("reason"))
+    assert "refused" in reason or reason == CAUSES["audit"] or "moved 5 m" in reason, result
 
 
 @pytest.mark.parametrize("ready", [
@@ -75,7 +77,7 @@ def test_overrides_that_could_lie_to_the_check_score_zero(play: Play, body: str)
 def test_reaching_for_the_harness_or_its_token_scores_zero(play: Play, ready: str) -> None:
     result = play(TASK, mover("", ready))
     assert result.score == 0.0, result
-    assert "not allowed when graded" in str(result.details.get("reason")), result
+    assert "the project was refused" in str(result.details.get("reason")), result
 
 
 @pytest.mark.parametrize("settings", [
@@ -85,8 +87,8 @@ def test_reaching_for_the_harness_or_its_token_scores_zero(play: Play, ready: st
 def test_autoloads_and_native_singletons_score_zero(play: Play, settings: str) -> None:
     files = {"project.godot": 'config_version=4\n\n[application]\n\nconfig/name="x"\n' + settings,
              "cheat.gd": "extends Node\nfunc _init():\n\tprint(\"PASS\")\n"}
-    result = play(TASK, files)
-    assert result.score == 0.0 and "may not" in str(result.details.get("reason")), result
+    result = play(TASK, files)  # the grader writes its own project.godot: nothing is loaded
+    assert result.score == 0.0 and "moved 5 m" in str(result.details.get("reason")), result
 
 
 @pytest.mark.parametrize("path", ["tests/check.gd", "checklib.gd", ".game/checklib.gd", "check.gd"])
@@ -104,12 +106,10 @@ def test_writing_a_passing_check_into_the_project_changes_nothing(play: Play, pa
     '[gd_scene format=2]\n[ext_resource path="res://mover.gd" type="Script" id=1]\n[node name="Main" '
     'type="Spatial"]\nscript = ExtResource( 7 )\n',
 ], ids=["text", "bad-types", "empty", "bad-reference"])
-def test_a_malformed_scene_scores_zero_with_the_engines_error(play: Play, scene: str) -> None:
+def test_a_malformed_scene_is_refused_and_scores_zero(play: Play, scene: str) -> None:
     result = play(TASK, {"main.tscn": scene})
     assert result.score == 0.0, result
-    reason = str(result.details.get("reason"))  # the engine refuses it, or aborts loading it
-    assert "does not load" in reason or "without the check's report" in reason or "Mover" in reason, result
-    assert "ERROR" in str(result.details.get("log")), result
+    assert str(result.details.get("reason")).startswith("the project was refused: res://main.tscn"), result
 
 
 @pytest.mark.slow

@@ -17,7 +17,7 @@ from taskgym.core.task import Task
 from taskgym.core.tool import Tool, ToolArgs, ToolResult
 from taskgym.domains.game.generators import FAMILIES
 from taskgym.domains.game.verifier import ENGINE, INSIDE_DIR, INSIDE_MOUNT, grade_project
-from taskgym.errors import MissingDependencyError
+from taskgym.errors import MissingDependencyError, SandboxError
 from taskgym.sandbox import SandboxSpec, Session
 from taskgym.tools import shell_tools, submit_tool
 
@@ -25,6 +25,7 @@ __all__ = ["GameEnv"]
 
 REPLY = ".taskgym"
 """Workspace folder (hidden from the engine) where the tools leave their replies."""
+REPLY_BYTES = 4 << 20
 SCENE = Field(default="res://main.tscn", description="The scene file, as a res:// path (res:// is /app).")
 
 
@@ -61,6 +62,31 @@ class RunArgs(ToolArgs):
         "Input events [frame, action, pressed] (actions of project.godot's input map)."))
     nodes: list[str] = Field(default=[], max_length=200, description="Nodes to dump (default: all).")
     fixed_fps: int = Field(default=60, ge=1, le=1000)
+
+
+def read_reply(session: Session) -> dict[str, Any]:
+    """The tool's reply file, as an object with a boolean ``ok`` (and a string ``error`` when
+    not ok). Project code run by ``run_scene`` can write that file, so anything else — no
+    file, a link, over :data:`REPLY_BYTES`, not UTF-8, not JSON, a list, ``null``, wrong
+    types — is an error reply: the agent's doing, never an exception out of ``step``."""
+    try:
+        data = session.read_file(f"{REPLY}/reply.json", limit=REPLY_BYTES + 1)
+    except (OSError, SandboxError):
+        return {"ok": False, "error": "the engine gave no reply (see its log)"}
+    try:
+        if len(data) > REPLY_BYTES:
+            raise ValueError(f"over {REPLY_BYTES >> 20} MB")
+        reply = json.loads(data.decode("utf-8"))
+        if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
+            raise ValueError("not an object with a boolean ok")
+        if not reply["ok"] and not isinstance(reply.get("error"), str):
+            raise ValueError("an error without a message")
+        if "nodes" in reply and not isinstance(reply["nodes"], list):
+            raise ValueError("nodes is not a list")
+    except ValueError as error:
+        return {"ok": False, "error": f"the engine's reply is malformed ({error}); did project code "
+                                      "write .taskgym/reply.json?"}
+    return reply
 
 
 class GameEnv(TaskEnv):
@@ -103,11 +129,7 @@ class GameEnv(TaskEnv):
             f"exit|still in use at exit' | tail -c 6000")
         result = self.session.exec(command, timeout=timeout + 5)
         log = result.stdout + ("\n[the engine ran past its time and was stopped]" if result.timed_out else "")
-        try:
-            reply = json.loads(self.session.read_file(f"{REPLY}/reply.json"))
-        except (OSError, ValueError):
-            reply = {"ok": False, "error": "the engine gave no reply (see its log)"}
-        return reply, log.strip()
+        return read_reply(self.session), log.strip()
 
     def _answer(self, reply: dict[str, Any], log: str, shown: str = "") -> ToolResult:
         text = shown or json.dumps(reply.get("nodes", reply), indent=None)[:30000]

@@ -2,39 +2,81 @@
 
 The final workspace (the project) is copied into a new sandbox; ``inside/grade.py`` gets the
 task's ``tests/check.gd`` by descriptor (it is never a file the agent's sandbox could see),
-refuses projects that could run code before the harness, and runs the engine on the harness
-with ``--fixed-fps``. The reward is 1 when every named check passed, else 0 (the fraction
-that passed is a component).
+builds the graded project from allow-listed files only (``inside/graded_project.py``) and runs the
+engine on the harness with ``--fixed-fps``. The reward is 1 when every named check passed,
+else 0 (the fraction that passed is a component).
+
+What the agent sees of a grade is built here, never from text the engine wrote: the checks'
+names, accepted only when the task's check source spells them (:func:`check_names`), their
+results, and a fixed reason per cause (:data:`CAUSES`). The one exception is a refusal, which
+``grade.py`` writes about the agent's own files before any project code has run. The engine's
+log goes to this module's logger for humans, never into the result.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import re
 import tempfile
 from pathlib import Path
 
 from taskgym.core.grading import grader_report, grader_spec
 from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task
+from taskgym.errors import ConfigError
 from taskgym.sandbox import Backend, Session
 from taskgym.sandbox.grading import run_grader
 
-__all__ = ["ENGINE", "INSIDE_DIR", "INSIDE_MOUNT", "grade_project"]
+__all__ = ["CAUSES", "ENGINE", "INSIDE_DIR", "INSIDE_MOUNT", "check_names", "grade_project"]
 
+log = logging.getLogger(__name__)
 ENGINE = "godot3-server"
 INSIDE_DIR = Path(__file__).parent / "inside"
 """Scripts that run inside sandboxes: the tools, the harness, the grader, the renderer."""
 INSIDE_MOUNT = "/.game"
 ENGINE_SECONDS = 20.0
 """Longest engine run while grading (an endless loop in _process is cut there)."""
+SCRIPT_POLICIES = ("none", "logic")
+CAUSES = {
+    "timeout": f"the engine ran past {ENGINE_SECONDS:g}s (an endless loop?) and was stopped",
+    "no-report": "the engine ended without the check's report (a crash, or the scene quit it)",
+    "bad-report": "the check's report was malformed or written twice",
+    "no-scene": "the check's scene does not exist or does not load (run it with run_scene)",
+    "audit": "a script overrides _get/_set/_notification or redefines an engine method or property",
+    "world": "the tree was paused, time scaled, physics changed or a node's script swapped while playing",
+    "harness": "the grader's harness failed",
+    "names": "the check reported names its source does not declare",
+}
+STRING = re.compile(r'"((?:\\.|[^"\\\n])*)"')
+NODE_CALL = re.compile(r'\bnode\(\s*root\s*,\s*"([^"]*)"\s*,\s*"([^"]*)"\s*\)')
+
+
+def check_names(source: str) -> set[str]:
+    """The check names a check's GDScript can report: its string literals, and "<path> is a
+    <type>" for each ``node(root, "<path>", "<type>")`` (checklib's helper)."""
+    names = {re.sub(r'\\(["\\])', r"\1", m.group(1)) for m in STRING.finditer(source)}
+    return names | {f"{path} is a {kind}" for path, kind in NODE_CALL.findall(source)}
+
+
+def script_policy(task: Task) -> str:
+    """The task's ``[game] scripts``: "none" (no .gd file may be graded) or "logic"
+    (scripts on the grader's allow-list); "logic" when unset."""
+    game = task.config.get("game", {})
+    policy = game.get("scripts", "logic") if isinstance(game, dict) else "logic"
+    if policy not in SCRIPT_POLICIES:
+        raise ConfigError(f"{task.path}/task.toml: [game] scripts = {policy!r}; use one of {SCRIPT_POLICIES}")
+    return str(policy)
 
 
 def grade_project(task: Task, session: Session, backend: Backend, image: str | None) -> RewardResult:
     """Copy the final project out of ``session`` and run ``task``'s hidden check on it."""
     limits = task.limits
+    source = (task.path / "tests" / "check.gd").read_text()
     secret = {
-        "check": (task.path / "tests" / "check.gd").read_text(),
+        "check": source,
         "timeout": min(ENGINE_SECONDS, limits.verifier_timeout_sec - 5),
+        "scripts": script_policy(task),
     }
     spec = grader_spec(task, {str(INSIDE_DIR): INSIDE_MOUNT}, image=image)
     with tempfile.TemporaryDirectory(prefix="taskgym-game-") as tmp:
@@ -50,16 +92,27 @@ def grade_project(task: Task, session: Session, backend: Backend, image: str | N
     record = grader_report(run, run.final(), limits.verifier_timeout_sec)
     if isinstance(record, RewardResult):
         return record
-    common = {**run.costs(), "log": str(record.get("log", ""))}
+    log.info("game grade of %s: engine log:\n%s", task.id, str(record.get("log", ""))[-4000:])
+    costs = run.costs()
     checks = record.get("checks")
-    if not record.get("ok") or not isinstance(checks, list) or not checks:
-        return RewardResult.failed(str(record.get("reason", "the check reported nothing")), **common)
-    passed = [bool(c.get("passed")) for c in checks if isinstance(c, dict)]
-    score = sum(passed) / len(checks)
-    failed = [str(c.get("name")) for c in checks if isinstance(c, dict) and not c.get("passed")]
-    details = {**common, "checks": checks}
+    if record.get("cause") == "refused":
+        reason = str(record.get("reason", ""))[:1000]
+        return RewardResult.failed(f"the project was refused: {reason}", **costs)
+    if not record.get("ok") or not isinstance(checks, list) or not checks or len(checks) > 200:
+        cause = str(record.get("cause"))
+        known = cause if cause in CAUSES else "none"
+        return RewardResult.failed(CAUSES.get(cause, "the check reported nothing"), cause=known, **costs)
+    allowed = check_names(source)
+    shown: list[dict[str, object]] = []
+    for c in checks:
+        name = c.get("name") if isinstance(c, dict) else None
+        if not isinstance(name, str) or name not in allowed or not isinstance(c.get("passed"), bool):
+            return RewardResult.failed(CAUSES["names"], cause="names", **costs)
+        shown.append({"name": name, "passed": c["passed"]})
+    failed = [str(c["name"]) for c in shown if not c["passed"]]
+    details: dict[str, object] = {**costs, "checks": shown}
     if failed:
         details["reason"] = "failed: " + "; ".join(failed)
-    return RewardResult(
-        score=0.0 if failed else 1.0, success=not failed, components={"checks_passed": score}, details=details
-    )
+    fraction = (len(shown) - len(failed)) / len(shown)
+    return RewardResult(score=0.0 if failed else 1.0, success=not failed,
+                        components={"checks_passed": fraction}, details=details)

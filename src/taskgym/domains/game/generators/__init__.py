@@ -178,12 +178,13 @@ def goal(r: random.Random) -> Made:
         "and without scripts: give it a starting velocity."
     )
     body = (
-        'var entered = 0\n\n\nfunc setup(root):\n\tvar goal = root.get_node_or_null("Goal")\n'
-        '\tif goal and goal is Area:\n\t\tgoal.connect("body_entered", self, "_on_entered")\n'
+        'var entered = 0\n\n\nfunc setup(root):\n'
         '\tvar ball = root.get_node_or_null("Ball")\n'
         f'\texpect("Ball starts at {start}", ball != null and ball.global_transform.origin.distance_to('
         f'{v3(start)}) < 0.01)\n\n\n'
-        'func _on_entered(body):\n\tif body.name == "Ball":\n\t\tentered += 1\n\n\n'
+        'func step(root, _frame):  # the overlap the physics engine keeps, not a signal\n'
+        '\tvar goal = root.get_node_or_null("Goal")\n\tvar ball = root.get_node_or_null("Ball")\n'
+        '\tif goal is Area and ball is PhysicsBody and goal.overlaps_body(ball):\n\t\tentered += 1\n\n\n'
         'func evaluate(root):\n\tvar ball = node(root, "Ball", "RigidBody")\n\tif ball:\n'
         '\t\texpect("the Ball has no script", ball.get_script() == null)\n'
         f'\t\texpect("the Ball travelled towards the Goal", {side} * (ball.global_transform.origin.x - '
@@ -473,20 +474,26 @@ FAMILIES = tuple(BUILDERS)
 def generate(name: str, seed: int, dest: Path) -> None:
     """Write task ``<name>-<seed>`` at ``dest``."""
     instruction, project, solution, body, frames, inputs = BUILDERS[name](random.Random(f"{name}:{seed}"))
+    scripts = "logic" if name in ("logic", "fix") else "none"
     files = {f"project/{k}": v for k, v in project.items()}
     files["project/project.godot"] = SETTINGS.format(name=f"{name}-{seed}")
     files.update({f"solution/{k}": v for k, v in solution.items()})
     files["tests/check.gd"] = CHECK.format(frames=frames, inputs=inputs, body=body)
     files["instruction.md"] = (
         instruction + "\n\nThe Godot 3 project is /app (res://). Physics runs at 60 "
-        "fixed frames per second; a hidden check run by the engine decides. Graded "
-        "projects may not use autoloads, native code, or the APIs that reach past the scene "
-        "(OS, File, Directory, Engine, ClassDB, Thread, quit, dynamic call/set).\n"
+        "fixed frames per second; a hidden check run by the engine decides. The grader loads "
+        "only .tscn, .tres and .gd files from visible folders, with its own project.godot (no "
+        "autoloads, default physics)"
+        + (", and this task allows no scripts" if scripts == "none" else
+           "; scripts may use the node and math API on the grader's allow-list (no get_tree, "
+           "OS, File, Engine, ClassDB, dynamic call/set/get)")
+        + ".\n"
     )
     files["task.toml"] = (
         f'[metadata]\ndifficulty = "medium"\ncategory = "{name}"\ntags = ["godot"]\n\n'
         "[agent]\nmax_steps = 40\ntimeout_sec = 900\ncommand_timeout_sec = 60\n\n"
-        "[verifier]\ntimeout_sec = 60\n\n[environment]\nmemory_mb = 1024\n"
+        "[verifier]\ntimeout_sec = 60\n\n[environment]\nmemory_mb = 1024\n\n"
+        f'[game]\nscripts = "{scripts}"\n'
     )
     for rel, text in files.items():
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)

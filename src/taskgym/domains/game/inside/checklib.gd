@@ -1,6 +1,9 @@
 # The base of every hidden task check (tests/check.gd extends "/.game/checklib.gd").
 # The harness loads the check before any project code runs, plays `scene` for `frames`
-# physics frames with `inputs` ([frame, action, pressed]) and then calls evaluate(root).
+# physics frames with `inputs` ([frame, action, pressed]), calling step(root, frame) after each,
+# and then calls evaluate(root). Checks read state (positions, overlaps the physics engine
+# keeps) rather than trusting signals, which other nodes could emit. Only each expect()'s name
+# and result leave the engine (the host shows names it finds in the check's source).
 extends Reference
 
 var scene = "res://main.tscn"
@@ -9,6 +12,9 @@ var inputs = []
 var results = []
 
 func setup(_root):
+	pass
+
+func step(_root, _frame):
 	pass
 
 func evaluate(_root):

@@ -1,13 +1,19 @@
 """Grade a Godot project in a fresh sandbox; the hidden check arrives by descriptor.
 
 1. Become non-dumpable (no process here can read this one's memory or descriptors), read
-   the nonce and the secret (the check's GDScript and the time bound), close those.
-2. Refuse projects that could run code before the harness or hide from it: autoloads,
-   native libraries, scripts embedded in scenes, calls that reach the engine's internals.
-3. Write the check and a one-time token to a private folder; run the engine on
-   /.game/harness.gd with --fixed-fps; a process group that outlives the bound is killed.
-4. Keep the one stdout line tagged with the token (none, or more than one: a failed grade)
-   and report it, nonce-tagged, on TASKGYM_REPORT_FD.
+   the nonce and the secret (the check's GDScript, the time bound, whether the task allows
+   scripts), close those.
+2. Build the graded project from /app with :mod:`graded_project`: only allow-listed
+   scenes, resources and scripts, checked by real grammars (:mod:`text_resources`,
+   :mod:`gdscript`), and the grader's own project.godot (physics pinned); anything else the
+   engine could load refuses.
+3. In a private 0700 folder: the check, a one-time token and the report file. The engine runs
+   /.game/harness.gd on the graded project with --fixed-fps; a process group that outlives the
+   bound is killed. The harness opens the report file before any project code loads and
+   writes one line, "<token> <JSON>", at the end: stdout is only the log.
+4. Report the record, nonce-tagged, on TASKGYM_REPORT_FD: the checks' names and results, a
+   refusal's reason (written here, before any project code ran), or a fixed reason; the
+   engine's log goes to the host's logs under ``log`` (the host never shows it to the agent).
 """
 
 from __future__ import annotations
@@ -26,127 +32,72 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).parent))  # -I leaves the script's folder off the path
+
+import graded_project  # noqa: E402
+
 APP = Path("/app")
 HARNESS = Path(__file__).with_name("harness.gd")
 ENGINE_ARGS = ["--no-window", "--audio-driver", "Dummy", "--fixed-fps", "60"]
-BANNED_CALLS = re.compile(
-    r"instance_from_id|set_script|\.script\b|[\"']script[\"']|source_code|\bGDScript\b|NativeScript|"
-    r"PluginScript|\bOS\b|\bFile\b|\bDirectory\b|ConfigFile|ProjectSettings|Marshalls|/proc|\bThread\b|"
-    r"\bquit\s*\(|get_main_loop|\breload\s*\(|\bExpression\b|\bJavaScript\b|\bEngine\b|\bClassDB\b|"
-    r"\b(str2var|bytes2var|dict2inst|funcref|callv|call_deferred|set_deferred|set_indexed)\b|"
-    r"\.\s*(call|set)\s*\("
-)
-"""What graded project code may not name: the ways it could reach the harness, the check, the
-file system or the process (a dynamic ``call``/``set`` or ``ClassDB.instance`` would get round
-a name, ``OS`` starts processes, ``File`` reads ``/proc/self/mem``). Scenes need none of it."""
 NOISE = re.compile(
     r"locale|At: core/translation|^Godot Engine|^\s*$|ObjectDB instances leaked|"
     r"Resources still in use|run with --verbose|At: core/(object|resource)\.cpp"
 )
 
 
-def refusal(app: Path) -> str | None:
-    """Why the project may not be graded, or ``None``."""
-    settings = app / "project.godot"
-    if not settings.is_file():
-        return "project.godot is missing"
-    text = settings.read_text(errors="replace")
-    for pattern, what in (
-        (r"(?m)^\[autoload\]", "autoloads"),
-        (r"(?m)^\s*singletons\s*=", "GDNative singletons"),
-        (r"(?m)^\[editor_plugins\]", "editor plugins"),
-    ):
-        if re.search(pattern, text):
-            return f"project.godot declares {what}, which graded projects may not"
-    for path in sorted(app.rglob("*")):
-        if path.is_symlink():
-            return f"{path} is a symbolic link"
-        if not path.is_file() or ".import" in path.parts:
-            continue
-        if path.suffix in (".gdns", ".gdnlib", ".so", ".dll", ".dylib", ".cs"):
-            return f"{path}: native or C# code is not allowed in graded projects"
-        if path.suffix in (".tscn", ".tres", ".gd") and path.stat().st_size > 4 << 20:
-            return f"{path} is over 4 MB"
-        if path.suffix in (".tscn", ".tres") and re.search(
-            r'type="(GDScript|NativeScript)"', path.read_text(errors="replace")
-        ):
-            return f"{path} embeds a script; save scripts as .gd files"
-        if path.suffix == ".gd":
-            found = BANNED_CALLS.search(path.read_text(errors="replace"))
-            if found:
-                return f"{path}: {found.group(0)!r} reaches the engine's internals (not allowed when graded)"
-    return None
-
-
-def run_engine(check: str, timeout: float) -> tuple[dict[str, Any] | None, str, str]:
-    """(the harness's record or None, why not, the engine log's tail)."""
-    work = Path(tempfile.mkdtemp(prefix=".", dir="/tmp"))
+def run_engine(graded: Path, work: Path, check: str, timeout: float) -> tuple[dict[str, Any], str]:
+    """Play the check on the project at ``graded``: (the record, the engine log's tail). A
+    record without ``checks`` has a ``cause`` (a name of the host's fixed reasons)."""
     token = secrets.token_hex(16)
-    (work / f"{secrets.token_hex(8)}.gd").write_text(check)
-    check_path = next(work.glob("*.gd"))
+    check_path = work / f"{secrets.token_hex(8)}.gd"
+    check_path.write_text(check)
     (work / "token").write_text(token)
-    out_path, err_path = work / "out", work / "err"
+    report_path, out_path = work / "report", work / "out"
+    report_path.touch(mode=0o600)
     env = {
         "PATH": "/usr/bin:/bin",
         "HOME": str(work),
         "LANG": "C.UTF-8",
         "TASKGYM_GAME_TOKEN": str(work / "token"),
         "TASKGYM_GAME_CHECK": str(check_path),
+        "TASKGYM_GAME_REPORT": str(report_path),
     }
     engine = shutil.which("godot3-server") or "godot3-server"
-    why = ""
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+    timed_out = False
+    with open(out_path, "wb") as out:
         proc = subprocess.Popen(
-            [engine, *ENGINE_ARGS, "--path", str(APP), "-s", str(HARNESS)],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            env=env,
-            cwd=APP,
+            [engine, *ENGINE_ARGS, "--path", str(graded), "-s", str(HARNESS)],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=graded,
             start_new_session=True,
         )
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            why = f"the engine ran past {timeout:g}s (an endless loop?) and was stopped"
+            timed_out = True
         finally:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
             proc.wait()
+    log = "\n".join(
+        line for line in out_path.read_bytes()[-200_000:].decode(errors="replace").splitlines()
+        if not NOISE.search(line)
+    )[-3000:]
+    lines = report_path.read_bytes()[:1_000_000].splitlines()
+    if timed_out:
+        return {"ok": False, "cause": "timeout"}, log
     prefix = token.encode() + b" "
-    tagged = [line for line in out_path.read_bytes().splitlines() if line.startswith(prefix)]
-    log = [
-        line
-        for line in (err_path.read_bytes()[-200_000:] + out_path.read_bytes()[-20_000:])
-        .decode(errors="replace")
-        .splitlines()
-        if not NOISE.search(line) and not line.startswith(token)
-    ]
-    tail = "\n".join(log)[-3000:]
-    shutil.rmtree(work, ignore_errors=True)
-    if why:
-        return None, why, tail
-    if len(tagged) != 1:
-        return (
-            None,
-            (
-                f"the engine ended (exit {proc.returncode}) without the check's report"
-                if not tagged
-                else "the check reported more than once"
-            ),
-            tail,
-        )
+    if len(lines) != 1 or not lines[0].startswith(prefix):
+        return {"ok": False, "cause": "no-report" if not lines else "bad-report"}, log
     try:
-        record = json.loads(tagged[0][len(prefix) :])
+        record = json.loads(lines[0][len(prefix):])
     except ValueError:
-        return None, "the check's report is not JSON", tail
-    return (
-        (record, "", tail)
-        if isinstance(record, dict)
-        else (None, "the check's report is not an object", tail)
-    )
+        record = None
+    if not isinstance(record, dict) or record.get("cause") == "refused":
+        return {"ok": False, "cause": "bad-report"}, log
+    record.pop("reason", None)  # text written after project code ran is never a reason
+    return record, log
 
 
 def main() -> None:
@@ -158,13 +109,17 @@ def main() -> None:
     with os.fdopen(secret_fd, "rb") as stream:
         secret = json.loads(stream.read())
     report = os.fdopen(int(os.environ["TASKGYM_REPORT_FD"]), "w")
-    reason = refusal(APP)
-    if reason is not None:
-        record: dict[str, Any] = {"ok": False, "reason": reason}
-        log = ""
+    work = Path(tempfile.mkdtemp(prefix=".", dir="/tmp"))  # mode 0700
+    record: dict[str, Any]
+    log = ""
+    try:
+        graded_project.build(APP, work / "project", scripts_allowed=secret["scripts"] != "none")
+    except graded_project.Refused as refused:
+        record = {"ok": False, "cause": "refused", "reason": str(refused)[:1000]}
     else:
-        found, why, log = run_engine(secret["check"], float(secret["timeout"]))
-        record = found if found is not None else {"ok": False, "reason": why}
+        record, log = run_engine(work / "project", work, secret["check"], float(secret["timeout"]))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     record.update(final=True, log=log, seconds=round(time.monotonic() - started, 3))
     report.write(f"{nonce} {json.dumps(record)}\n")
     report.flush()

@@ -1,15 +1,21 @@
 # The grader's main loop, run by the engine in the grading sandbox (never the agent's):
-#   godot3-server --no-window --fixed-fps 60 --path /app -s /.game/harness.gd
-# It runs first (the grader refuses projects with autoloads or native code), takes the
-# one-time token from a file that it deletes, loads the hidden check from another (deleted
-# too), audits every project script, plays the scene and prints one line: "<token> <JSON>".
-# The token lives only in this coroutine's locals; project code never sees it, so a line it
-# prints cannot pass for the report.
+#   godot3-server --no-window --fixed-fps 60 --path <graded project> -s /.game/harness.gd
+# The graded project holds only allow-listed scenes and scripts and the grader's project.godot
+# (no autoload: this runs first). It opens the report file and takes the one-time token from a
+# file that it deletes, loads the hidden check from another (deleted too), audits every project
+# script, plays the scene for the check's frames by the engine's own physics frame counter
+# (failing if the tree was paused, time was scaled, the physics rate or gravity changed, or an
+# Area overrides gravity) and writes one line to the report file: "<token> <JSON>". Only the
+# checks' names and results and a cause code leave it; stdout is the engine's log.
 extends SceneTree
 
 const BANNED = ["_get", "_set", "_get_property_list", "_notification"]
 
+var _report = File.new()
+
 func _initialize():
+	if _report.open(OS.get_environment("TASKGYM_GAME_REPORT"), File.WRITE) != OK:
+		return quit()
 	_grade(_take(OS.get_environment("TASKGYM_GAME_TOKEN")), _load_check(OS.get_environment("TASKGYM_GAME_CHECK")))
 
 func _take(path):
@@ -28,8 +34,41 @@ func _load_check(path):
 
 func _emit(token, record):
 	record["final"] = true
-	print(token + " " + to_json(record))
+	_report.store_string(token + " " + to_json(record) + "\n")
+	_report.close()
 	quit()
+
+func _fail(token, cause, detail = ""):
+	if detail != "":
+		printerr("grader: " + detail)  # for the log (humans), never the agent
+	_emit(token, {"ok": false, "cause": cause})
+
+func _world_pinned(top):
+	# what the checks assume of time and physics; none of it is the project's to change
+	if paused or Engine.time_scale != 1.0 or Engine.iterations_per_second != 60:
+		return false
+	if ProjectSettings.get_setting("physics/3d/default_gravity") != 9.8:
+		return false
+	if ProjectSettings.get_setting("physics/3d/default_gravity_vector") != Vector3(0, -1, 0):
+		return false
+	var stack = [top]  # the whole tree: a node added beside the scene counts too
+	while stack:
+		var n = stack.pop_back()
+		if n is Area and n.space_override != Area.SPACE_OVERRIDE_DISABLED:
+			return false
+		if n.pause_mode == Node.PAUSE_MODE_PROCESS:
+			return false
+		stack += n.get_children()
+	return true
+
+func _scripts_of(top):
+	var out = {}
+	var stack = [top]
+	while stack:
+		var n = stack.pop_back()
+		out[n.get_instance_id()] = n.get_script()
+		stack += n.get_children()
+	return out
 
 func _scripts(dir_path, out):
 	var dir = Directory.new()
@@ -69,21 +108,27 @@ func _audit():
 
 func _grade(token, check_script):
 	if token == "" or check_script == null:
-		return _emit(token, {"ok": false, "reason": "the grader's token or check is missing"})
+		return _fail(token, "harness", "the grader's token or check is missing")
 	var audit = _audit()
 	if audit != "":
-		return _emit(token, {"ok": false, "reason": audit})
+		return _fail(token, "audit", audit)
 	var check = check_script.new()
 	seed(0)
+	for event in check.inputs:
+		if not InputMap.has_action(event[1]):
+			InputMap.add_action(event[1])
 	if not ResourceLoader.exists(check.scene):
-		return _emit(token, {"ok": false, "reason": "%s does not exist" % check.scene})
+		return _fail(token, "no-scene", "%s does not exist" % check.scene)
 	var packed = ResourceLoader.load(check.scene, "PackedScene", true)
 	var root = packed.instance() if packed != null else null
 	if root == null:
-		return _emit(token, {"ok": false, "reason": "%s does not load (the engine's error is in the log)" % check.scene})
+		return _fail(token, "no-scene", "%s does not load" % check.scene)
+	var scripts = _scripts_of(root)  # before any project code ran (_ready)
 	get_root().add_child(root)
 	check.setup(root)
-	for frame in range(check.frames):
+	var start = Engine.get_physics_frames()
+	var frame = 0
+	while frame < check.frames:
 		for event in check.inputs:
 			if event[0] == frame:
 				if event[2]:
@@ -91,7 +136,19 @@ func _grade(token, check_script):
 				else:
 					Input.action_release(event[1])
 		yield(self, "physics_frame")
+		if not _world_pinned(get_root()):
+			return _fail(token, "world", "the tree was paused, time scaled, or physics changed")
+		frame = Engine.get_physics_frames() - start
+		check.step(root, frame)
 	if check.get_script() != check_script:
-		return _emit(token, {"ok": false, "reason": "the check was tampered with"})
+		return _fail(token, "harness", "the check was tampered with")
+	for id in scripts:
+		var n = instance_from_id(id)
+		if n != null and n.get_script() != scripts[id]:
+			return _fail(token, "world", "a node's script was changed while playing")
 	check.evaluate(root)
-	_emit(token, {"ok": true, "checks": check.results, "frames": Engine.get_physics_frames()})
+	var results = []
+	for r in check.results:
+		results.append({"name": str(r["name"]), "passed": bool(r["passed"])})
+		print("check: %s: %s (%s)" % [r["name"], "passed" if r["passed"] else "FAILED", r["detail"]])
+	_emit(token, {"ok": true, "checks": results, "frames": Engine.get_physics_frames() - start})
