@@ -5,16 +5,21 @@ without its features, and what a grade may expand to or tell."""
 from __future__ import annotations
 
 import json
+import shutil
 import struct
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
 import trimesh
 
-from taskgym.core.reward import RewardResult
+from taskgym.core.reward import FailureClass, RewardResult
+from taskgym.core.task import load_task
+from taskgym.domains.mesh.verifier import grade_file
 from taskgym.paths import envs_dir
+from taskgym.sandbox import Backend
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.hacks]
 
@@ -195,3 +200,17 @@ def test_failed_grades_tell_no_hidden_volume(grade: Grade) -> None:
         details = grade(PLATE, "s.ply", ply(mesh)).details
         told = json.dumps({k: v for k, v in details.items() if k != "properties"}, default=str)
         assert not [n for n in hidden_numbers(PLATE) if n in told], told
+
+
+def test_a_task_whose_target_is_broken_has_no_verdict(backend: Backend, tmp_path: Path) -> None:
+    """A broken hidden target is the task's fault, never the policy's: no verdict, class
+    ``reference``, whatever is submitted (before, a graded zero for the agent)."""
+    task_dir = tmp_path / PLATE
+    shutil.copytree(TASKS / PLATE, task_dir)
+    plate = target(PLATE)
+    (task_dir / "tests" / "target.stl").write_bytes(
+        bytes(trimesh.Trimesh(plate.vertices, plate.faces[1:], process=False).export(file_type="stl")))
+    task = load_task(task_dir, "mesh")
+    result = grade_file(task, "s.ply", ply(plate), backend)
+    assert (result.verdict, result.failure, result.score) == ("none", FailureClass.REFERENCE, 0.0), result
+    assert "not a valid solid" in result.details["reason"]

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from taskgym.core.grading import grader_report, grader_spec
-from taskgym.core.reward import RewardResult
+from taskgym.core.reward import FailureClass, RewardResult
 from taskgym.core.task import Task
 from taskgym.sandbox import Backend
 from taskgym.sandbox.grading import Grader
@@ -103,6 +103,8 @@ def grade_file(task: Task, name: str, data: bytes, backend: Backend,
     if isinstance(record, RewardResult):
         return record
     common = {**run.costs(), "timing": record.get("timing"), "properties": record.get("properties")}
+    if record.get("reference_problem"):  # the task's own target: nothing the policy left
+        return RewardResult.no_verdict(FailureClass.REFERENCE, str(record["reference_problem"]), **common)
     if not record.get("gate"):
         return RewardResult.failed(str(record.get("reason")), **common)
     try:

@@ -75,14 +75,12 @@ def grade(path: str, settings: dict[str, Any], files: dict[str, bytes]) -> dict[
         if kind == "scene":
             record.update(scene(mesh, settings, files))
         else:
-            name = next(n for n in files if n.startswith("target."))
-            raw_target = meshlib.load(name, files[name])
-            target_props, target = meshlib.analyse(raw_target)
+            raw_target, target_props, target = reference(files, kind)
             distances = meshlib.surface_distances(mesh, meshlib.cleaned(raw_target),
                                                   5000 if kind == "iou" else 20000)
             record["measured"] = distances
             if kind == "iou":
-                assert solid is not None and target is not None, "a solid was not built"
+                assert solid is not None, "the gate let through a mesh that is no solid"
                 found = meshlib.iou(solid, target)["iou"]
                 record["measured"]["iou"] = found
                 if settings.get("unlike_input"):
@@ -96,6 +94,27 @@ def grade(path: str, settings: dict[str, Any], files: dict[str, bytes]) -> dict[
     except (Fail, meshlib.MeshError) as exc:
         return {**record, "gate": False, "reason": str(exc)}
     return {**record, "gate": True}
+
+
+class ReferenceProblem(Exception):
+    """The task's hidden target is not what grading needs: the task is broken, not the mesh."""
+
+
+def reference(files: dict[str, bytes], kind: str) -> tuple[Any, dict[str, Any], Any]:
+    """The target as loaded, its properties and its solid; :class:`ReferenceProblem` when it is
+    missing, unreadable or (for an IoU) not a valid solid."""
+    name = next((n for n in files if n.startswith("target.")), None)
+    try:
+        if name is None:
+            raise ReferenceProblem("the task has no tests/target.<ext>")
+        raw = meshlib.load(name, files[name])
+        props, solid = meshlib.analyse(raw)
+    except meshlib.MeshError as exc:
+        raise ReferenceProblem(f"the task's tests/{name} is not readable ({exc})") from exc
+    if kind == "iou" and solid is None:
+        raise ReferenceProblem(f"the task's tests/{name} is not a valid solid "
+                               f"({meshlib.solid_problem(props)}); fix the task")
+    return raw, props, solid
 
 
 TOPOLOGY = ("bodies", "cavities", "genus")
@@ -212,6 +231,8 @@ def graded(settings: dict[str, Any], files: dict[str, bytes]) -> dict[str, Any]:
     try:
         (name,) = os.listdir()
         return grade(name, settings, files)
+    except ReferenceProblem as exc:
+        return {"gate": False, "reference_problem": str(exc)}
     except meshlib.MeshError as exc:
         return {"gate": False, "reason": str(exc)}
     except MemoryError:
