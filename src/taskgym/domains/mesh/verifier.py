@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from taskgym.core.grading import grader_report, grader_spec
-from taskgym.core.reward import RewardResult
+from taskgym.core.reward import FailureClass, RewardResult
 from taskgym.core.task import Task
 from taskgym.sandbox import Backend
 from taskgym.sandbox.grading import Grader
@@ -53,6 +53,12 @@ class MeshSettings(WorkerSettings):
     bodies: int | None = Field(default=1, ge=1)
     max_faces: int | None = Field(default=None, ge=4)
     iou_threshold: float = Field(default=0.95, gt=0, le=1)
+    """The least IoU that succeeds; the grader raises it for each task (see ``min_feature_mm3``)."""
+    min_feature_mm3: float | None = Field(default=None, gt=0)
+    """The volume of the task's smallest feature (a hole, a boss, a slot): success then needs an
+    IoU above what a part missing that feature scores, whatever ``iou_threshold`` says. The
+    grader also keeps success above what the target's bounding box and convex hull score, and
+    asks for the target's topology (bodies, cavities, genus)."""
     hausdorff_mm: float | None = Field(default=None, gt=0)
     scene: Scene | None = None
     unlike_input: str | None = None
@@ -71,7 +77,7 @@ def grader_of(task: Task, image: str | None = IMAGE) -> Grader:
     """``task``'s grader (in ``image`` on container backends); the submission is its workspace."""
     spec = grader_spec(task, {str(INSIDE_DIR): INSIDE_MOUNT}, min_memory_mb=4096, image=image)
     return Grader(spec, ("python3", "-I", "-B", f"{INSIDE_MOUNT}/grade.py"),
-                  ("meshlib", "scipy.spatial", "scipy.optimize"))
+                  ("meshlib", "scipy.spatial", "scipy.optimize", "scipy.sparse.csgraph"))
 
 
 def grade_file(task: Task, name: str, data: bytes, backend: Backend,
@@ -83,7 +89,8 @@ def grade_file(task: Task, name: str, data: bytes, backend: Backend,
     files = {str(p.relative_to(tests)): base64.b64encode(p.read_bytes()).decode()
              for p in sorted(tests.rglob("*")) if p.is_file()}
     grader = settings.model_dump(include={"score", "solid", "bodies", "max_faces",
-                                          "iou_threshold", "hausdorff_mm", "unlike_input"})
+                                          "iou_threshold", "min_feature_mm3", "hausdorff_mm",
+                                          "unlike_input"})
     if settings.scene is not None:
         grader.update(settings.scene.model_dump())
     secret = json.dumps({"settings": grader, "files": files}).encode()
@@ -96,6 +103,8 @@ def grade_file(task: Task, name: str, data: bytes, backend: Backend,
     if isinstance(record, RewardResult):
         return record
     common = {**run.costs(), "timing": record.get("timing"), "properties": record.get("properties")}
+    if record.get("reference_problem"):  # the task's own target: nothing the policy left
+        return RewardResult.no_verdict(FailureClass.REFERENCE, str(record["reference_problem"]), **common)
     if not record.get("gate"):
         return RewardResult.failed(str(record.get("reason")), **common)
     try:

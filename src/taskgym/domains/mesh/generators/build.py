@@ -3,6 +3,7 @@ boss, an L bracket), in millimetres, as one watertight body; scored by IoU."""
 
 from __future__ import annotations
 
+import math
 import random
 
 from taskgym.domains.mesh.generators import Design
@@ -18,6 +19,11 @@ def cylinder(x, y, z0, z1, d):
 FORMATS = ("stl", "ply", "obj", "off", "glb")
 
 
+def disc(diameter: float) -> float:
+    """The area of a round hole of ``diameter`` (its volume per millimetre of depth)."""
+    return round(math.pi * diameter * diameter / 4, 4)
+
+
 def plate(w: float, d: float, t: float, holes: list[tuple[float, float, float]], fmt: str) -> Design:
     listed = "; ".join(f"diameter {h:g} mm at (X {x:g}, Y {y:g})" for x, y, h in holes)
     cuts = ", ".join(f"cylinder({x!r}, {y!r}, -1, {t + 1!r}, {h!r})" for x, y, h in holes)
@@ -26,7 +32,8 @@ def plate(w: float, d: float, t: float, holes: list[tuple[float, float, float]],
         f"Model a plate spanning X = 0..{w:g}, Y = 0..{d:g}, Z = 0..{t:g} mm with round through "
         f"holes along Z: {listed}. Save it as /app/part.{fmt} (one watertight body).",
         HELPERS + f"part = trimesh.boolean.difference([box(0, 0, 0, {w!r}, {d!r}, {t!r}), {cuts}], "
-        f"engine='manifold')\npart.export('part.{fmt}')\n", f"part.{fmt}", tags=("plate",))
+        f"engine='manifold')\npart.export('part.{fmt}')\n", f"part.{fmt}", tags=("plate",),
+        settings={"min_feature_mm3": round(min(disc(h) * t for _, _, h in holes), 4)})
 
 
 def boss(w: float, d: float, t: float, dia: float, h: float, bore: float, fmt: str) -> Design:
@@ -40,7 +47,8 @@ def boss(w: float, d: float, t: float, dia: float, h: float, bore: float, fmt: s
         f"{d / 2!r}, {t / 2!r}, {t + h!r}, {dia!r})], engine='manifold')\n"
         f"part = trimesh.boolean.difference([solid, cylinder({w / 2!r}, {d / 2!r}, -1, {t + h + 1!r}, "
         f"{bore!r})], engine='manifold')\npart.export('part.{fmt}')\n", f"part.{fmt}",
-        tags=("boss",))
+        tags=("boss",),
+        settings={"min_feature_mm3": round(min(disc(bore) * (t + h), (disc(dia) - disc(bore)) * h), 4)})
 
 
 def bracket(length: float, width: float, height: float, thick: float, hole: float, fmt: str) -> Design:
@@ -54,7 +62,7 @@ def bracket(length: float, width: float, height: float, thick: float, hole: floa
         f"box(0, 0, 0, {thick!r}, {width!r}, {height!r})], engine='manifold')\n"
         f"part = trimesh.boolean.difference([solid, cylinder({length * 0.6!r}, {width / 2!r}, -1, "
         f"{thick + 1!r}, {hole!r})], engine='manifold')\npart.export('part.{fmt}')\n",
-        f"part.{fmt}", tags=("bracket",))
+        f"part.{fmt}", tags=("bracket",), settings={"min_feature_mm3": round(disc(hole) * thick, 4)})
 
 
 def design(rng: random.Random) -> Design:

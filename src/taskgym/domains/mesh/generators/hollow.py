@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 
 from taskgym.domains.mesh.generators import Design, export, real, real_mesh
+from taskgym.domains.mesh.generators.build import disc
 
 SHAPES = ("box", "cylinder", "ball")
 
@@ -56,7 +57,7 @@ def hollow(shape: str, size: float, wall: float, drain: float, fmt: str) -> Desi
         f"/app/{name} is {told}. Save the result as /app/shell.{fmt} (one watertight body).",
         load + f"shell = trimesh.boolean.difference([solid, {cavity}, {hole}], engine='manifold')\n"
         f"shell.export('shell.{fmt}')\n", f"shell.{fmt}", inputs=inputs, real=shape == "ball",
-        tags=("hollow", shape))
+        tags=("hollow", shape), settings={"min_feature_mm3": round(disc(drain) * wall, 4)})
 
 
 def design(rng: random.Random) -> Design:

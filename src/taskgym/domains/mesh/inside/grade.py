@@ -7,10 +7,13 @@ size, face-count and memory bounds. The settings and the target meshes come from
 descriptor (they are never files in any sandbox); one JSON record goes back on the report
 descriptor, prefixed with the nonce (see taskgym.sandbox.grading).
 
-Reward: a gate of hard checks (the file parses, is a clean closed volume where asked, body
-count, face budget, scene relations) times a continuous score: volume IoU from manifold3d
-booleans against the target (``iou``), the parts' IoUs in a scene (``scene``), or the
-Hausdorff bound (``hausdorff``: 1 within it, else bound / distance).
+Reward: a gate of hard checks (the file parses, is a valid solid, as ``meshlib`` builds it:
+always for ``iou`` and ``scene``, where ``solid`` asks for ``hausdorff``; body count, face
+budget, scene relations) times a continuous score: volume IoU of that solid with the target's
+(``iou``), the parts' IoUs in a scene (``scene``), or the Hausdorff bound (``hausdorff``: 1
+within it, else bound / distance). An ``iou`` grade succeeds only with the target's topology
+and an IoU at the task's threshold (:func:`judge`). No message names a hidden number: not the
+target's volume, nor a threshold derived from it.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import manifold3d  # noqa: E402
 import meshlib  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -52,38 +56,36 @@ def _read_fd(name: str) -> bytes:
 
 def grade(path: str, settings: dict[str, Any], files: dict[str, bytes]) -> dict[str, Any]:
     raw = meshlib.load(path)
-    props = meshlib.properties(raw)
+    props, solid = meshlib.analyse(raw)
     record: dict[str, Any] = {"properties": props}
     try:
         if not props["finite"]:
             raise Fail("some vertices are NaN or infinite")
         problem = meshlib.solid_problem(props)
-        if settings["solid"] and problem:
+        kind = settings["score"]
+        if problem and (settings["solid"] or kind != "hausdorff"):
             raise Fail(f"not a valid volume: {problem}")
         max_faces = settings.get("max_faces")
         if max_faces is not None and props["faces"] > max_faces:
             raise Fail(f"{props['faces']} faces, over the budget of {max_faces}")
         bodies = settings.get("bodies")
-        if bodies is not None and props["bodies"] != bodies:
-            raise Fail(f"{props['bodies']} bodies where {bodies} {'is' if bodies == 1 else 'are'} asked")
+        if bodies is not None and props.get("bodies") != bodies:
+            raise Fail(f"{props.get('bodies')} bodies where {bodies} {'is' if bodies == 1 else 'are'} asked")
         mesh = meshlib.cleaned(raw)
-        kind = settings["score"]
         if kind == "scene":
             record.update(scene(mesh, settings, files))
         else:
-            name = next(n for n in files if n.startswith("target."))
-            target = meshlib.cleaned(meshlib.load(name, files[name]))
-            distances = meshlib.surface_distances(mesh, target, 5000 if kind == "iou" else 20000)
+            raw_target, target_props, target = reference(files, kind)
+            distances = meshlib.surface_distances(mesh, meshlib.cleaned(raw_target),
+                                                  5000 if kind == "iou" else 20000)
             record["measured"] = distances
             if kind == "iou":
-                solid = meshlib.to_manifold(mesh)
-                found = meshlib.iou(solid, meshlib.to_manifold(target))
-                record["measured"].update(found)
+                assert solid is not None, "the gate let through a mesh that is no solid"
+                found = meshlib.iou(solid, target)["iou"]
+                record["measured"]["iou"] = found
                 if settings.get("unlike_input"):
-                    unchanged(solid, found["iou"], settings["unlike_input"], files)
-                record["score"] = found["iou"]
-                record["success"] = found["iou"] >= settings["iou_threshold"]
-                record["reason"] = f"IoU {found['iou']:.4f} < {settings['iou_threshold']}"
+                    unchanged(solid, found, settings["unlike_input"], files)
+                record.update(judge(found, props, target_props, target, settings))
             else:
                 bound, far = settings["hausdorff_mm"], distances["hausdorff_mm"]
                 record["score"] = 1.0 if far <= bound else bound / far
@@ -94,15 +96,73 @@ def grade(path: str, settings: dict[str, Any], files: dict[str, bytes]) -> dict[
     return {**record, "gate": True}
 
 
+class ReferenceProblem(Exception):
+    """The task's hidden target is not what grading needs: the task is broken, not the mesh."""
+
+
+def reference(files: dict[str, bytes], kind: str) -> tuple[Any, dict[str, Any], Any]:
+    """The target as loaded, its properties and its solid; :class:`ReferenceProblem` when it is
+    missing, unreadable or (for an IoU) not a valid solid."""
+    name = next((n for n in files if n.startswith("target.")), None)
+    try:
+        if name is None:
+            raise ReferenceProblem("the task has no tests/target.<ext>")
+        raw = meshlib.load(name, files[name])
+        props, solid = meshlib.analyse(raw)
+    except meshlib.MeshError as exc:
+        raise ReferenceProblem(f"the task's tests/{name} is not readable ({exc})") from exc
+    if kind == "iou" and solid is None:
+        raise ReferenceProblem(f"the task's tests/{name} is not a valid solid "
+                               f"({meshlib.solid_problem(props)}); fix the task")
+    return raw, props, solid
+
+
+TOPOLOGY = ("bodies", "cavities", "genus")
+
+
+def judge(found: float, props: dict[str, Any], target_props: dict[str, Any], target: Any,
+          settings: dict[str, Any]) -> dict[str, Any]:
+    """Score the IoU; succeed only with the target's topology (bodies, cavities, through-holes)
+    and an IoU at the task's threshold: the highest of the task's own, the bound its smallest
+    feature sets (halfway to losing that feature: ``min_feature_mm3``) and halfway from what a
+    featureless stand-in (the target's bounding box, its convex hull) scores to 1. The reasons
+    name no hidden number."""
+    result: dict[str, Any] = {"score": found}
+    if any(props[k] != target_props[k] for k in TOPOLOGY):
+        return {**result, "success": False, "reason": (
+            f"the part's topology is not the task's ({props['bodies']} bodies, {props['cavities']} "
+            f"cavities, genus {props['genus']}, the number of through-holes): a feature is missing "
+            "or extra")}
+    volume = target.volume()
+    threshold = float(settings["iou_threshold"])
+    if settings.get("min_feature_mm3"):
+        feature = float(settings["min_feature_mm3"])
+        threshold = max(threshold, 1 - feature / (2 * (volume + feature)))
+    for stand_in in featureless(target):
+        scored = volume / stand_in.volume()  # each holds the target: its IoU, with no boolean
+        if scored < 1 - 1e-3:  # a stand-in that is the target itself (a box, a convex part) is no floor
+            threshold = max(threshold, 1 - (1 - scored) / 2)
+    return {**result, "success": found >= threshold, "reason": (
+        f"IoU {found:.4f} is below this task's success threshold (set by its smallest feature, and "
+        "above what a featureless block or the convex hull of the part scores)")}
+
+
+def featureless(target: Any) -> list[Any]:
+    """The featureless stand-ins for the target, each holding it whole: its bounding box and
+    its convex hull."""
+    box = np.array(target.bounding_box())
+    low, high = box[:3], box[3:]
+    return [manifold3d.Manifold.cube(high - low).translate(low), target.hull()]
+
+
 def unchanged(solid: Any, iou: float, name: str, files: dict[str, bytes]) -> None:
     """Fail a submission that is no nearer the target than the task's input is (when the
     input is a valid solid at all: a broken one fails the volume gate itself)."""
     try:
-        raw = meshlib.load(name, files[name])
-        if not meshlib.properties(raw)["finite"] or meshlib.solid_problem(meshlib.properties(raw)):
-            return
-        given = meshlib.to_manifold(meshlib.cleaned(raw))
+        given = meshlib.analyse(meshlib.load(name, files[name]))[1]
     except meshlib.MeshError:
+        return
+    if given is None:
         return
     like_input = meshlib.iou(solid, given)["iou"]
     if like_input >= iou:
@@ -164,6 +224,25 @@ def check_relation(rel: list[Any], placed: dict[str, Any]) -> None:
         raise Fail(f"relation {' '.join(map(str, rel))} does not hold")
 
 
+def graded(settings: dict[str, Any], files: dict[str, bytes]) -> dict[str, Any]:
+    """The record of the workspace's one file (the submission), whatever goes wrong: an
+    unexpected error names its type and place, never its message (which may quote a hidden
+    value, such as the target's volume)."""
+    try:
+        (name,) = os.listdir()
+        return grade(name, settings, files)
+    except ReferenceProblem as exc:
+        return {"gate": False, "reference_problem": str(exc)}
+    except meshlib.MeshError as exc:
+        return {"gate": False, "reason": str(exc)}
+    except MemoryError:
+        return {"gate": False, "reason": "the mesh needs more memory than grading allows"}
+    except Exception as exc:
+        frames = traceback.extract_tb(exc.__traceback__)[-3:]
+        return {"gate": False, "reason": f"the mesh could not be graded ({type(exc).__name__} at "
+                + ", ".join(f"{os.path.basename(f.filename)}:{f.lineno} in {f.name}" for f in frames) + ")"}
+
+
 def main() -> None:
     with open("/proc/self/statm") as statm:
         limit = int(statm.read().split()[0]) * resource.getpagesize() + (MEMORY_MB << 20)
@@ -172,16 +251,7 @@ def main() -> None:
     secret = json.loads(_read_fd("TASKGYM_SECRET_FD"))
     files = {name: base64.b64decode(data) for name, data in secret["files"].items()}
     imported = time.monotonic()
-    try:
-        (name,) = os.listdir()  # the submission, the workspace's one file
-        record = grade(name, secret["settings"], files)
-    except meshlib.MeshError as exc:
-        record = {"gate": False, "reason": str(exc)}
-    except MemoryError:
-        record = {"gate": False, "reason": "the mesh needs more memory than grading allows"}
-    except Exception:
-        record = {"gate": False, "reason": "the mesh could not be graded:\n"
-                                           + traceback.format_exc(limit=-2)[-1500:]}
+    record = graded(secret["settings"], files)
     record["final"] = True
     record["timing"] = {"import_sec": imported - STARTED, "grade_sec": time.monotonic() - imported}
     with os.fdopen(int(os.environ["TASKGYM_REPORT_FD"]), "w") as report:

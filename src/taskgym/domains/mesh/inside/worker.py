@@ -90,14 +90,18 @@ def describe(props: dict[str, Any]) -> str:
     return "\n".join([
         f"faces: {props['faces']}  vertices: {props['vertices']} (after merging coincident ones; "
         f"{props['vertices_in_file']} in the file)",
-        f"is_watertight: {props['watertight']}  is_winding_consistent: "
-        f"{props['winding_consistent']}  is_volume: {props['is_volume']}",
-        f"euler number: {props['euler_number']}  bodies: {props['bodies']}",
-        f"volume: {props['volume']:.4f} mm^3  area: {props['area']:.4f} mm^2",
+        f"is_watertight: {props['watertight']}  is_winding_consistent: {props['winding_consistent']}",
+        f"euler number: {props['euler_number']}  shells (components by faces): {props['shells']}  "
+        + (f"bodies: {props['bodies']}  cavities: {props['cavities']}  genus: {props['genus']}"
+           if "bodies" in props else "bodies: not counted (not a valid solid)"),
+        f"volume: {props['volume']:.4f} mm^3 "
+        f"({'of the solid' if problem is None else 'signed, of the faces'})"
+        f"  area: {props['area']:.4f} mm^2",
         f"bounds: min {_xyz(low)} max {_xyz(high)} "
         f"size {_xyz(b - a for a, b in zip(low, high, strict=True))}",
         f"degenerate faces: {props['degenerate_faces']}  duplicate faces: {props['duplicate_faces']}  "
-        f"open edges: {props['boundary_edges']}  non-manifold edges: {props['non_manifold_edges']}",
+        f"open edges: {props['boundary_edges']}  non-manifold edges: {props['non_manifold_edges']}"
+        + (f"  non-manifold vertices: {props['pinched_vertices']}" if "pinched_vertices" in props else ""),
         f"WARNING: {problem}" if problem else "ok: a clean closed volume",
     ])
 
