@@ -1,0 +1,89 @@
+"""A scripted OpenAI-compatible chat server on 127.0.0.1, for run_episode's tests and
+benchmarks/run_episode_concurrency.py.
+
+``POST /v1/chat/completions`` answers the request of model ``m`` with ``scripts[m][n]``,
+where ``n`` counts the assistant messages the request already holds (so one script serves
+any number of concurrent episodes); past the script's end it answers plain text. An entry
+``{"status": 400}`` is answered with that status. Every request's body is kept in
+``requests`` (unless ``keep=False``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+
+def bash(command: str, call_id: str | None = None) -> dict[str, Any]:
+    return native("bash", {"command": command}, call_id)
+
+
+def native(name: str, arguments: Any, call_id: str | None = None) -> dict[str, Any]:
+    """An assistant message with one native tool call (``arguments`` an object, or text
+    sent as it is)."""
+    import json
+
+    text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    call: dict[str, Any] = {"type": "function", "function": {"name": name, "arguments": text}}
+    if call_id is not None:
+        call["id"] = call_id
+    return {"role": "assistant", "content": None, "tool_calls": [call]}
+
+
+class ScriptedEndpoint:
+    def __init__(self, scripts: Mapping[str, Sequence[dict[str, Any]]], keep: bool = True) -> None:
+        self.scripts = scripts
+        self.keep = keep
+        self.requests: list[dict[str, Any]] = []
+        self.app = Starlette(routes=[Route("/v1/chat/completions", self.complete,
+                                           methods=["POST"])])
+
+    async def complete(self, request: Request) -> JSONResponse:
+        body = await request.json()
+        if self.keep:
+            self.requests.append(body)
+        turn = sum(m.get("role") == "assistant" for m in body["messages"])
+        script = self.scripts[body["model"]]
+        entry = script[turn] if turn < len(script) else {"role": "assistant",
+                                                         "content": "I am done."}
+        if "status" in entry:
+            return JSONResponse({"error": {"message": "scripted refusal"}},
+                                status_code=entry["status"])
+        return JSONResponse({"id": f"chatcmpl-{turn}", "object": "chat.completion",
+                             "model": body["model"],
+                             "choices": [{"index": 0, "message": entry,
+                                          "finish_reason": "tool_calls"
+                                          if entry.get("tool_calls") else "stop"}]})
+
+
+@contextlib.contextmanager
+def serving(endpoint: ScriptedEndpoint) -> Iterator[str]:
+    """``endpoint`` served on a free loopback port in a thread; yields its ``/v1`` URL."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(endpoint.app, host="127.0.0.1", port=port,
+                                           log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the scripted endpoint did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
