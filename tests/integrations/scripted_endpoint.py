@@ -5,13 +5,15 @@ benchmarks/run_episode_concurrency.py.
 where ``n`` counts the assistant messages the request already holds (so one script serves
 any number of concurrent episodes); past the script's end it answers plain text. An entry
 ``{"status": 400}`` is answered with that status. Every request's body is kept in
-``requests`` (unless ``keep=False``).
+``requests`` (unless ``keep=False``). ``think=(low, high)`` waits a uniform time in that
+range before each reply, as a model's generation would.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import socket
 import threading
 import time
@@ -42,15 +44,19 @@ def native(name: str, arguments: Any, call_id: str | None = None) -> dict[str, A
 
 
 class ScriptedEndpoint:
-    def __init__(self, scripts: Mapping[str, Sequence[dict[str, Any]]], keep: bool = True) -> None:
+    def __init__(self, scripts: Mapping[str, Sequence[dict[str, Any]]], keep: bool = True,
+                 think: tuple[float, float] = (0.0, 0.0)) -> None:
         self.scripts = scripts
         self.keep = keep
+        self.think = think
         self.requests: list[dict[str, Any]] = []
         self.app = Starlette(routes=[Route("/v1/chat/completions", self.complete,
                                            methods=["POST"])])
 
     async def complete(self, request: Request) -> JSONResponse:
         body = await request.json()
+        if self.think[1] > 0:
+            await asyncio.sleep(random.uniform(*self.think))
         if self.keep:
             self.requests.append(body)
         turn = sum(m.get("role") == "assistant" for m in body["messages"])
@@ -87,3 +93,21 @@ def serving(endpoint: ScriptedEndpoint) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+def main() -> None:
+    """``python scripted_endpoint.py PORT SCRIPTS_JSON [THINK_LOW THINK_HIGH]``: serve in this
+    process (what
+    benchmarks/run_episode_concurrency.py starts, so the episodes' loop is alone in its
+    own process)."""
+    import json
+    import sys
+
+    port, scripts = int(sys.argv[1]), json.loads(sys.argv[2])
+    think = (float(sys.argv[3]), float(sys.argv[4])) if len(sys.argv) > 4 else (0.0, 0.0)
+    uvicorn.run(ScriptedEndpoint(scripts, keep=False, think=think).app, host="127.0.0.1", port=port,
+                log_level="warning", lifespan="off")
+
+
+if __name__ == "__main__":
+    main()

@@ -195,3 +195,24 @@ def test_many_concurrent_episodes_on_one_loop(endpoint: tuple[ScriptedEndpoint, 
 
     results = asyncio.run(many())
     assert [r.reward for r in results] == [1.0, 0.0] * 4
+
+
+def test_a_connection_the_server_closed_is_tried_again() -> None:
+    import httpx
+
+    replies = iter([httpx.ReadError("closed"), SCRIPTS["oracle"][0],
+                    httpx.RemoteProtocolError("closed"), SCRIPTS["oracle"][1]])
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        reply = next(replies)
+        if isinstance(reply, Exception):
+            raise reply
+        return httpx.Response(200, json={"choices": [{"message": reply}]})
+
+    async def go() -> EpisodeResult:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+            return await taskgym.run_episode("coding-terminal-v0", base_url="http://model/v1",
+                                             model="m", task="calc", http_client=client,
+                                             make_kwargs={"tasks": CALC})
+
+    assert asyncio.run(go()).reward == 1.0

@@ -25,13 +25,14 @@ grades a truncated episode; ``unsubmitted="zero"`` gives such an episode reward 
 ``verdict == "none"`` (the environment failed, not the policy) is for the trainer to drop.
 
 Raises only for what the caller got wrong: an unknown env or task, a bad argument, an
-endpoint that cannot be reached or answers with an error status other than 400 or with a
-reply that is not a chat completion (:class:`~taskgym.errors.ConfigError`). The env is closed
-whatever happens.
+endpoint that cannot be reached (after :data:`TRANSPORT_ATTEMPTS` tries) or that answers
+with an error status other than 400 or with a reply that is not a chat completion
+(:class:`~taskgym.errors.ConfigError`). The env is closed whatever happens.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -53,6 +54,9 @@ SYSTEM_PROMPT = (
     "inspect, change and test your work. When the task is done, call submit."
 )
 SUBMIT: dict[str, Any] = {"tool": "submit", "args": {}}
+TRANSPORT_ATTEMPTS = 3
+"""Tries of a request whose connection failed (a kept-alive connection the server closed
+while the env graded, say) before :func:`run_episode` gives up with a ConfigError."""
 Ended = Literal["submitted", "truncated", "no_tool_call", "max_turns", "refused",
                 "environment_failed"]
 
@@ -161,13 +165,21 @@ class _Endpoint:
 
         url = f"{self.base_url}/chat/completions"
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        try:
-            response = await self.client.post(
-                url, json={**self.body, "model": self.model, "messages": messages},
-                headers=headers, timeout=self.timeout)
-        except httpx.HTTPError as exc:
-            raise ConfigError(f"the model server at {self.base_url} did not answer: "
-                              f"{type(exc).__name__}: {exc}") from exc
+        body = {**self.body, "model": self.model, "messages": messages}
+        for attempt in range(1, TRANSPORT_ATTEMPTS + 1):
+            try:
+                response = await self.client.post(url, json=body, headers=headers,
+                                                  timeout=self.timeout)
+                break
+            except (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError,
+                    httpx.ConnectError) as exc:  # a kept-alive connection the server closed
+                if attempt == TRANSPORT_ATTEMPTS:
+                    raise ConfigError(f"the model server at {self.base_url} did not answer "
+                                      f"({attempt} tries): {type(exc).__name__}: {exc}") from exc
+                await asyncio.sleep(0.2 * attempt)
+            except httpx.HTTPError as exc:
+                raise ConfigError(f"the model server at {self.base_url} did not answer: "
+                                  f"{type(exc).__name__}: {exc}") from exc
         if response.status_code == 400:
             raise _Refused(response.text[:500])
         if response.status_code != 200:
