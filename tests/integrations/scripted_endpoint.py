@@ -18,13 +18,11 @@ import socket
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import uvicorn
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
+if TYPE_CHECKING:  # imported where used: the trainers venv collects this folder without them
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
 
 
 def bash(command: str, call_id: str | None = None) -> dict[str, Any]:
@@ -50,10 +48,15 @@ class ScriptedEndpoint:
         self.keep = keep
         self.think = think
         self.requests: list[dict[str, Any]] = []
+        from starlette.applications import Starlette
+        from starlette.routing import Route
+
         self.app = Starlette(routes=[Route("/v1/chat/completions", self.complete,
                                            methods=["POST"])])
 
     async def complete(self, request: Request) -> JSONResponse:
+        from starlette.responses import JSONResponse
+
         body = await request.json()
         if self.think[1] > 0:
             await asyncio.sleep(random.uniform(*self.think))
@@ -76,6 +79,8 @@ class ScriptedEndpoint:
 @contextlib.contextmanager
 def serving(endpoint: ScriptedEndpoint) -> Iterator[str]:
     """``endpoint`` served on a free loopback port in a thread; yields its ``/v1`` URL."""
+    import uvicorn
+
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -102,6 +107,8 @@ def main() -> None:
     own process)."""
     import json
     import sys
+
+    import uvicorn
 
     port, scripts = int(sys.argv[1]), json.loads(sys.argv[2])
     think = (float(sys.argv[3]), float(sys.argv[4])) if len(sys.argv) > 4 else (0.0, 0.0)

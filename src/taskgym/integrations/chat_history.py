@@ -81,10 +81,13 @@ def image_block(png: bytes) -> dict[str, Any]:
 
 def template_messages(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """``messages`` as chat templates read them: each call's arguments an object (text that
-    is not a JSON object stays text). Copies; the input is left as it is."""
+    is not a JSON object stays text), and ``""`` for a content of ``None`` (vision templates
+    iterate over the content). Copies; the input is left as it is."""
     out: list[dict[str, Any]] = []
     for message in messages:
         copied = dict(message)
+        if copied.get("content") is None:
+            copied["content"] = ""
         if copied.get("tool_calls"):
             copied["tool_calls"] = [_with_object_arguments(call) for call in copied["tool_calls"]]
         out.append(copied)
