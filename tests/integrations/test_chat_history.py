@@ -74,3 +74,21 @@ def test_template_messages_give_arguments_as_objects() -> None:
     assert out[1]["tool_calls"][0]["function"]["arguments"] == {"command": "ls"}
     assert out[1]["tool_calls"][1]["function"]["arguments"] == "{broken"
     assert isinstance(messages[1]["tool_calls"][0]["function"]["arguments"], str)  # not changed
+
+
+def test_the_asyncio_api_records_alike() -> None:
+    import asyncio
+
+    env = ChatMessages(taskgym.make("coding-terminal-v0", tasks=CALC))
+
+    async def play() -> dict[str, Any]:
+        await env.areset(options={"task_id": "calc"})
+        *_, info = await env.astep({"id": "a", "tool": "bash", "args": {"command": "echo hi"}})
+        return info
+
+    try:
+        messages = asyncio.run(play())["messages"]
+        assert [m["role"] for m in messages] == ["user", "assistant", "tool"]
+        assert messages[2] == {"role": "tool", "tool_call_id": "a", "content": "hi\n[exit code 0]"}
+    finally:
+        env.close()

@@ -68,6 +68,7 @@ SCRIPTS: dict[str, list[dict[str, Any]]] = {
     "refused": [native("write_file", {"path": "calc.py", "content": SOLUTION}),
                 {"status": 400}],
     "faulty": [native("write_file", {"path": "fault", "content": "x"}), SUBMIT],
+    "viewer": [native("render", {"path": "7_8ths_cube.stl", "view": "top"}, "r"), SUBMIT],
 }
 
 
@@ -216,3 +217,18 @@ def test_a_connection_the_server_closed_is_tried_again() -> None:
                                              make_kwargs={"tasks": CALC})
 
     assert asyncio.run(go()).reward == 1.0
+
+
+def test_images_go_to_the_endpoint_as_content_blocks(endpoint: tuple[ScriptedEndpoint, str]) -> None:
+    scripted, url = endpoint
+    scripted.requests.clear()
+    result = asyncio.run(taskgym.run_episode("mesh-trimesh-v0", base_url=url, model="viewer",
+                                             task="drill-7-8ths-cube", images=True))
+    assert (result.verdict, result.ended) == ("graded", "submitted")
+    sent = scripted.requests[1]["messages"][-1]  # the render's result, as the model got it
+    assert sent["role"] == "tool" and sent["tool_call_id"] == "r"
+    assert sent["content"][0]["type"] == "text" and "top view" in sent["content"][0]["text"]
+    assert sent["content"][1]["image_url"]["url"].startswith("data:image/png;base64,iVBOR")
+    text_only = asyncio.run(taskgym.run_episode("mesh-trimesh-v0", base_url=url, model="viewer",
+                                                task="drill-7-8ths-cube"))
+    assert isinstance(text_only.messages[3]["content"], str)

@@ -115,7 +115,8 @@ class ChatMessages(gym.Wrapper[Any, Any, Any, Any]):
     (the ids of :func:`~taskgym.integrations.parse_tool_calls`, or an OpenAI tool call's),
     else ``call_<step>``; its name and arguments as the action gave them. A step after the
     end is recorded with :data:`AFTER_END` (the env answers it with an error observation).
-    ``images=True`` keeps the PNGs a tool returned as content blocks.
+    ``images=True`` keeps the PNGs a tool returned as content blocks. ``areset`` and
+    ``astep`` (the env's asyncio API) record alike.
     """
 
     def __init__(self, env: gym.Env[Any, Any], system_prompt: str | None = None,
@@ -129,18 +130,38 @@ class ChatMessages(gym.Wrapper[Any, Any, Any, Any]):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[Any, dict[str, Any]]:
-        obs, info = self.env.reset(seed=seed, options=options)
+        return self._started(*self.env.reset(seed=seed, options=options))
+
+    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
+        call_id = self._called(action)
+        return self._answered(call_id, *self.env.step(action))
+
+    async def areset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
+                     ) -> tuple[Any, dict[str, Any]]:
+        """:meth:`reset` for asyncio (the env's ``areset``)."""
+        return self._started(*await self.env.get_wrapper_attr("areset")(seed=seed,
+                                                                        options=options))
+
+    async def astep(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
+        """:meth:`step` for asyncio (the env's ``astep``)."""
+        call_id = self._called(action)
+        return self._answered(call_id, *await self.env.get_wrapper_attr("astep")(action))
+
+    def _started(self, obs: Any, info: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         self.history = ChatHistory(obs["text"], self.system_prompt, self.images)
         self._over = False
         self._calls = 0
         info["messages"] = self.history.messages
         return obs, info
 
-    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
+    def _called(self, action: Any) -> str:
         call_id, name, arguments = _call_parts(action, f"call_{self._calls}")
         self._calls += 1
         self.history.assistant(None, [openai_tool_call(call_id, name, arguments)])
-        obs, reward, terminated, truncated, info = self.env.step(action)
+        return call_id
+
+    def _answered(self, call_id: str, obs: Any, reward: Any, terminated: bool, truncated: bool,
+                  info: dict[str, Any]) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
         if self._over:
             self.history.tool(call_id, AFTER_END)
         else:
