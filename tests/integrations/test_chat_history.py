@@ -92,3 +92,21 @@ def test_the_asyncio_api_records_alike() -> None:
         assert messages[2] == {"role": "tool", "tool_call_id": "a", "content": "hi\n[exit code 0]"}
     finally:
         env.close()
+
+
+def test_odd_actions_are_recorded_without_raising() -> None:
+    class Odd:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+    env = ChatMessages(taskgym.make("coding-terminal-v0", tasks=CALC))
+    try:
+        env.reset(options={"task_id": "calc"})
+        *_, info = env.step({"tool": "bash", "args": {"command": Odd()}})
+        *_, info = env.step(Odd())
+        calls = [m["tool_calls"][0]["function"] for m in info["messages"] if m["role"] == "assistant"]
+        assert calls[0]["name"] == "bash" and "repr raised" in calls[0]["arguments"]
+        assert calls[1]["name"] == "" and "Odd" in calls[1]["arguments"]
+        assert all(m["content"].startswith("error:") for m in info["messages"][2:] if m["role"] == "tool")
+    finally:
+        env.close()

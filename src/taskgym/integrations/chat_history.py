@@ -26,6 +26,8 @@ from typing import Any
 
 import gymnasium as gym
 
+from taskgym.core.env_step import describe
+
 __all__ = ["AFTER_END", "ChatHistory", "ChatMessages", "openai_tool_call", "template_messages"]
 
 AFTER_END = "not run: the episode is over"
@@ -36,7 +38,13 @@ reply whose first one submitted, say)."""
 def openai_tool_call(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
     """One entry of an assistant message's ``tool_calls``: ``arguments`` (an object, or the
     model's own text of them) as the JSON string OpenAI's format carries."""
-    text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+    if isinstance(arguments, str):
+        text = arguments
+    else:
+        try:
+            text = json.dumps(arguments, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):  # an odd object: as the transcript
+            text = describe(arguments)
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": text}}
 
 
@@ -182,10 +190,6 @@ def _call_parts(action: Any, default_id: str) -> tuple[str, str, Any]:
             name = action.get("tool", action.get("name"))
             arguments = action.get("args", action.get("arguments", {}))
         call_id = action.get("id")
-        try:
-            json.dumps(arguments)
-        except (TypeError, ValueError):
-            arguments = repr(arguments)
         return (call_id if isinstance(call_id, str) and call_id else default_id,
                 name if isinstance(name, str) else str(name), arguments)
-    return default_id, "", action if isinstance(action, str) else repr(action)
+    return default_id, "", action if isinstance(action, str) else describe(action)
