@@ -68,6 +68,10 @@ SCRIPTS: dict[str, list[dict[str, Any]]] = {
     "refused": [native("write_file", {"path": "calc.py", "content": SOLUTION}),
                 {"status": 400}],
     "faulty": [native("write_file", {"path": "fault", "content": "x"}), SUBMIT],
+    "parts": [{"role": "assistant", "content": [
+        {"type": "text", "text": '<tool_call>{"name": "write_file", "arguments": '},
+        {"type": "text", "text": json.dumps({"path": "calc.py", "content": SOLUTION}) + "}"},
+        {"type": "text", "text": "</tool_call>"}]}, SUBMIT],
     "viewer": [native("render", {"path": "7_8ths_cube.stl", "view": "top"}, "r"), SUBMIT],
 }
 
@@ -111,6 +115,11 @@ def test_text_calls_are_parsed(endpoint: tuple[ScriptedEndpoint, str]) -> None:
     call = first["tool_calls"][0]  # ...and carried as an OpenAI tool call with an id
     assert call["id"] == "call_1_0" and json.loads(call["function"]["arguments"])["path"] == "calc.py"
     assert result.messages[3]["tool_call_id"] == "call_1_0"
+
+
+def test_text_calls_in_content_parts_are_parsed(endpoint: tuple[ScriptedEndpoint, str]) -> None:
+    result = play(endpoint[1], "parts")
+    assert (result.reward, result.ended, result.steps) == (1.0, "submitted", 2)
 
 
 def test_a_hack_through_run_episode_scores_zero(endpoint: tuple[ScriptedEndpoint, str]) -> None:

@@ -117,8 +117,8 @@ async def run_episode(env_id: str, *, base_url: str, model: str, task: str | Non
     if task is not None and seed is not None:
         raise ConfigError("give task or seed, not both")
     httpx = _import_httpx()
-    client = http_client or httpx.AsyncClient(timeout=timeout)
     env = make(env_id, **dict(make_kwargs or {}))
+    client = http_client or httpx.AsyncClient(timeout=timeout)
     try:
         obs, info = await env.get_wrapper_attr("areset")(
             seed=seed, options={"task_id": task} if task is not None else None)
@@ -222,8 +222,7 @@ class _Episode:
 
     async def answer(self, message: dict[str, Any]) -> Ended | None:
         """Step the env with the calls of ``message``; how the episode ended, if it did."""
-        content = message.get("content")
-        content = content if isinstance(content, str) else None
+        content = _text_of(message.get("content"))
         native = message.get("tool_calls")
         unreadable: list[str] = []
         if isinstance(native, list) and native:
@@ -281,6 +280,17 @@ class _Episode:
             out.reason = (f"not submitted (ended: {ended}); unsubmitted='zero' gives 0.0 "
                           f"(the verifier said: {out.reason})")
         return out
+
+
+def _text_of(content: Any) -> str | None:
+    """A reply's content as text: a string, or the text parts of a list of content parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p["text"] for p in content
+                 if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)]
+        return "".join(parts) or None
+    return None
 
 
 def _native_call(call: Any, default_id: str) -> dict[str, Any]:
