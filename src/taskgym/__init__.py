@@ -17,6 +17,7 @@ from taskgym.core.reward import FailureClass, RewardResult, Verdict
 from taskgym.core.spaces import ToolCallSpace, UnicodeText
 from taskgym.core.task import FolderTaskSet, GeneratedTaskSet, Limits, Task, TaskSet, load_task
 from taskgym.core.tool import Tool, ToolResult, parse_action
+from taskgym.episodes import run_episode
 from taskgym.errors import (
     ConfigError,
     GraderDependencyError,
@@ -32,7 +33,7 @@ from taskgym.errors import (
     UnknownEnvError,
     VerifierError,
 )
-from taskgym.evaluation import EpisodeRecord, EvalResults, evaluate, run_episode
+from taskgym.evaluation import EpisodeRecord, EvalResults, evaluate
 from taskgym.integrations.tool_calls import parse_tool_calls
 
 __version__ = "0.1.0"

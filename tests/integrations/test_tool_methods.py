@@ -234,6 +234,6 @@ def test_the_trainers_page_examples_run() -> None:
     page = (Path(__file__).resolve().parents[2] / "docs" / "trainers.md").read_text()
     blocks = [b.split("```", 1)[0] for b in page.split("```python\n")[1:]]
     runnable = [b for b in blocks if b.startswith(("import ", "from "))]
-    assert len(runnable) == 2
+    assert len(runnable) == 3
     for block in runnable:
         exec(compile(block, "docs/trainers.md", "exec"), {})

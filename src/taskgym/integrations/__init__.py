@@ -4,12 +4,24 @@
   exactly the env's tools, typed and documented from their JSON schemas (what TRL's
   ``environment_factory`` and ``transformers.utils.get_json_schema`` read);
 - :mod:`~taskgym.integrations.tool_calls`: :func:`parse_tool_calls`, a model's text to
-  taskgym actions, for the tool-call formats of today's chat templates.
+  taskgym actions, for the tool-call formats of today's chat templates;
+- :mod:`~taskgym.integrations.chat_history`: an episode as OpenAI-format chat messages
+  (``info["messages"]`` through the :class:`ChatMessages` wrapper);
+- :mod:`~taskgym.integrations.endpoint_episode`: the async ``run_episode`` of a model behind
+  an OpenAI-compatible endpoint, returning an :class:`EpisodeResult` (``taskgym.run_episode``
+  with an env id forwards to it).
 
 This package sits above the core: it uses taskgym's public API and core, and nothing in
 the core imports it (``taskgym.parse_tool_calls`` is re-exported at the top).
 """
 
+from taskgym.integrations.chat_history import (
+    AFTER_END,
+    ChatHistory,
+    ChatMessages,
+    template_messages,
+)
+from taskgym.integrations.endpoint_episode import EpisodeResult, run_episode
 from taskgym.integrations.tool_calls import (
     STYLES,
     ToolCallError,
@@ -29,7 +41,11 @@ from taskgym.integrations.tool_methods import (
 )
 
 __all__ = [
+    "AFTER_END",
+    "ChatHistory",
+    "ChatMessages",
     "EnvTools",
+    "EpisodeResult",
     "LOST_KEYWORDS",
     "NO_DESCRIPTION",
     "RESERVED_NAMES",
@@ -40,6 +56,8 @@ __all__ = [
     "env_of",
     "env_tools",
     "parse_tool_calls",
+    "run_episode",
+    "template_messages",
     "tool_class",
     "tool_method",
 ]
