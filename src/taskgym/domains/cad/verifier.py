@@ -1,7 +1,10 @@
 """Grading a CAD episode in a fresh sandbox once the agent's is stopped, through the shared
 runner (:func:`taskgym.sandbox.grading.run_grader`): the submitted script is the workspace's one
-file; ``inside/grade.py`` runs it in a child, kills what it left, and only then reads the settings
-and the reference from a secret descriptor (never a file anywhere) and reports a nonce-tagged record.
+file. ``inside/grade.py`` reports ``{"phase": "begun"}``, does its own setup (CadQuery imported, the
+reference read from a secret descriptor, never a file anywhere, and built), reports
+``{"phase": "started"}``, and only then runs the script in a child forked before any secret was
+read; it kills what the script left and reports a nonce-tagged record with ``gate``. A grade that
+ends between the two phases gives no verdict (:func:`taskgym.core.verdicts.grader_verdict`).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from taskgym.core.grading import grader_report, grader_spec
 from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task, source_version
 from taskgym.domains.cad.settings import CadSettings, reference_file
-from taskgym.errors import ConfigError
+from taskgym.errors import ConfigError, GraderDependencyError
 from taskgym.paths import read_cached, write_cached
 from taskgym.sandbox import Backend, scratch_dir
 from taskgym.sandbox.grading import Grader, GraderRun
@@ -44,8 +47,7 @@ def grade_code(task: Task, code: bytes, backend: Backend) -> RewardResult:
     """
     settings = CadSettings.of(task)
     run = _grade(task, backend, code)
-    record = grader_report(run, run.records[0] if run.records else None,
-                           task.limits.verifier_timeout_sec, log=2000)
+    record = grader_report(run, _report(run), task.limits.verifier_timeout_sec, log=2000)
     if isinstance(record, RewardResult):
         return record
     common: dict[str, Any] = {**run.costs(), "timing": record.get("timing")}
@@ -84,15 +86,25 @@ def check_reference(task: Task, backend: Backend) -> None:
     verdict = read_cached(CHECKS_CACHE, key)
     if not (isinstance(verdict, dict) and isinstance(verdict.get("fault", 0), str | None)):
         run = _grade(task, backend, None)
-        if not run.records:  # not kept: a timeout may pass on a less loaded machine
+        record = _report(run)
+        missing = [r["dependency"] for r in run.records if isinstance(r.get("dependency"), str)]
+        if missing:
+            raise GraderDependencyError(missing[0])
+        if record is None:  # not kept: a timeout may pass on a less loaded machine
             why = "timed out" if run.result.timed_out else "no report"
+            said = "; ".join(str(r.get("dependency") or r.get("reference") or "")
+                             for r in run.records).strip("; ")
             raise ConfigError(f"{reference_file(task)}: the reference could not be built ({why}): "
-                              f"{run.log(1500)}")
-        record = run.records[0]
+                              f"{said or run.log(1500)}")
         verdict = {"fault": None if record.get("gate") else str(record.get("reason"))}
         write_cached(CHECKS_CACHE, key, verdict)
     if verdict["fault"] is not None:
         raise ConfigError(f"{reference_file(task)}: {verdict['fault']}")
+
+
+def _report(run: GraderRun) -> dict[str, Any] | None:
+    """The grader's report (its record with ``gate``), else ``None``."""
+    return next((record for record in run.records if "gate" in record), None)
 
 
 def _key(task: Task, backend: Backend) -> str:

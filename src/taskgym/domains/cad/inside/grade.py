@@ -1,15 +1,22 @@
 """Grade a submitted CadQuery script against the hidden reference, in a fresh sandbox.
 
 Order matters, and is the defence:
-1. Import CadQuery, then fork a child that closes every inherited secret descriptor and only
-   then runs the submitted script (time, memory and file-size bounds), writing its part as BREP.
-2. Once the child ended (or was killed), kill every other process left in the sandbox.
-3. Only then read the nonce, the task settings and the reference from their descriptors (the
-   reference never exists as a file here), and compare the parts with this process's own,
-   unpatched CadQuery.
-4. Report one JSON record, prefixed with the nonce, on the report descriptor.
-This process is made non-dumpable first, so no other process can read its memory or its
-descriptors through /proc.
+1. Make this process non-dumpable (no other process can read its memory or its descriptors
+   through /proc), then fork the runner: a child that closes every secret descriptor before
+   anything is read from them, imports CadQuery and waits for "go" on a pipe. Nothing secret
+   was ever in its memory.
+2. Read the nonce, take the report descriptor (non-inheritable) and report
+   ``{"phase": "begun"}``. The grader's own setup follows: import CadQuery (a ``dependency``
+   record when it cannot), read the task settings and the reference from their descriptor
+   (the reference never exists as a file here) and build it (a ``reference`` record when it
+   fails or is not one valid solid). Then report ``{"phase": "started"}`` and send "go": from
+   here on the submitted script runs, and a grade that ends is the policy's (graded).
+3. The runner runs /app/part.py (time, memory and file-size bounds) and writes its part as
+   BREP. Once it ended (or was killed), every other process left in the sandbox is killed and
+   the part is compared with the reference by this process's own, unpatched CadQuery.
+4. Report one JSON record with ``gate`` on the report descriptor, prefixed with the nonce.
+With ``TASKGYM_CHECK_REFERENCE=1`` there is no submission: the record says whether the
+reference is one valid solid.
 """
 
 from __future__ import annotations
@@ -25,48 +32,61 @@ import resource  # noqa: E402
 import signal  # noqa: E402
 import sys  # noqa: E402
 import traceback  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import compare as compare_parts  # noqa: E402
-import geometry  # noqa: E402
-
+FOLDER = os.path.dirname(os.path.abspath(__file__))
 OUT = "/tmp/.grade"
 PART = f"{OUT}/part.brep"
 ERROR = f"{OUT}/error.txt"
 PR_SET_DUMPABLE = 4
+SECRET_FDS = ("TASKGYM_NONCE_FD", "TASKGYM_REPORT_FD", "TASKGYM_SECRET_FD")
 
 
 def _fd(name: str) -> int:
     return int(os.environ[name])
 
 
-def run_submission(timeout: float, memory_mb: int) -> str | None:
-    """Run /app/part.py in a child; ``None`` when it wrote a part, else why not."""
+def fork_runner(memory_mb: int) -> tuple[int, int]:
+    """The runner's pid and the descriptor that tells it "go" (step 1 and 3 above)."""
     os.makedirs(OUT, exist_ok=True)
-    secret_fds = [_fd(n) for n in ("TASKGYM_NONCE_FD", "TASKGYM_REPORT_FD", "TASKGYM_SECRET_FD")]
+    go_r, go_w = os.pipe()
     pid = os.fork()
-    if pid == 0:
-        for fd in secret_fds:
-            os.close(fd)
+    if pid:
+        os.close(go_r)
+        return pid, go_w
+    try:
+        os.close(go_w)
+        for name in SECRET_FDS:
+            os.close(_fd(name))
+            del os.environ[name]
         os.setsid()
         with open(os.devnull, "wb") as null:
             os.dup2(null.fileno(), 1)
             os.dup2(null.fileno(), 2)
+        sys.path.insert(0, FOLDER)
+        import geometry
+        if os.read(go_r, 1) != b"g":
+            os._exit(3)  # the grader ended in its setup: nothing to run
+        os.close(go_r)
         with open("/proc/self/statm") as statm:
             limit = int(statm.read().split()[0]) * resource.getpagesize() + (memory_mb << 20)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 20, 256 << 20))
+        with open("/app/part.py", encoding="utf-8", errors="replace") as source:
+            shape = geometry.shape_from_code(source.read(), "/app/part.py")
+        geometry.save_brep(shape, PART)
+        os._exit(0)
+    except BaseException:
         try:
-            with open("/app/part.py", encoding="utf-8", errors="replace") as source:
-                shape = geometry.shape_from_code(source.read(), "/app/part.py")
-            geometry.save_brep(shape, PART)
-            os._exit(0)
-        except BaseException:
             with open(ERROR, "w") as error:
                 error.write(traceback.format_exc(limit=-2)[-1500:])
+        finally:
             os._exit(1)
+
+
+def wait_runner(pid: int, timeout: float) -> str | None:
+    """Wait for the runner; ``None`` when it wrote a part, else why not."""
     deadline = time.monotonic() + timeout
     status = None
     while time.monotonic() < deadline:
@@ -128,43 +148,96 @@ def _read_all(fd: int) -> bytes:
     return b"".join(chunks)
 
 
-def compare(settings: dict[str, Any], reference_data: bytes) -> dict[str, Any]:
-    """The submitted part (as the child wrote it) against the reference."""
-    reference = geometry.load_reference(settings["reference_kind"], reference_data, settings["units"])
-    return compare_parts.evaluate(settings, geometry.load_brep(PART), reference)
+def open_channel() -> Callable[..., None]:
+    """The nonce read and its descriptor closed; a function that sends one record."""
+    nonce = _read_all(_fd("TASKGYM_NONCE_FD")).decode().strip()
+    report_fd = _fd("TASKGYM_REPORT_FD")
+    os.set_inheritable(report_fd, False)
+    stream = os.fdopen(report_fd, "w", buffering=1)
+
+    def send(**record: Any) -> None:
+        stream.write(f"{nonce} {json.dumps(record)}\n")
+        stream.flush()
+
+    return send
 
 
-def check_reference(settings: dict[str, Any], reference_data: bytes) -> dict[str, Any]:
+def setup(send: Callable[..., None]) -> tuple[Any, dict[str, Any], Any] | None:
+    """The grader's own setup: the compare module, the settings and the built reference, or
+    ``None`` once it reported why it cannot grade (nothing of the agent's is read here)."""
+    sys.path.insert(0, FOLDER)
+    try:
+        import compare as compare_parts
+        import geometry
+    except ImportError as exc:
+        send(dependency=f"the grading sandbox's Python cannot import the CAD grader's libraries "
+                        f"({exc}): install taskgym's cad extra for it (`taskgym doctor` checks it)")
+        return None
+    header, _, data = _read_all(_fd("TASKGYM_SECRET_FD")).partition(b"\n")
+    settings = json.loads(header)
+    if os.environ.get("TASKGYM_CHECK_REFERENCE") == "1":
+        return compare_parts, settings, data  # checking the reference is the whole grade
+    try:
+        reference = geometry.load_reference(settings["reference_kind"], data, settings["units"])
+        fault = compare_parts.reference_problem(reference)
+    except Exception:
+        fault = "it could not be built:\n" + traceback.format_exc(limit=-2)[-1500:]
+    if fault is not None:
+        send(reference=f"the task's reference part is at fault: {fault}")
+        return None
+    return compare_parts, settings, reference
+
+
+def check_reference(compare_parts: Any, settings: dict[str, Any], data: bytes) -> dict[str, Any]:
     """Only the reference: whether it is one valid solid (a task check, no submission)."""
-    reference = geometry.load_reference(settings["reference_kind"], reference_data, settings["units"])
+    import geometry
+    try:
+        reference = geometry.load_reference(settings["reference_kind"], data, settings["units"])
+    except Exception:
+        return {"gate": False, "reference_fault": True, "reason": "the reference could not be "
+                "built:\n" + traceback.format_exc(limit=-2)[-1500:]}
     fault = compare_parts.reference_problem(reference)
     return {"gate": fault is None, "reason": fault, "reference_fault": fault is not None,
             "reference_properties": geometry.properties(reference)}
+
+
+def grade(compare_parts: Any, settings: dict[str, Any], reference: Any, runner: int,
+          go: int, timeout: float) -> tuple[dict[str, Any], float]:
+    """Let the runner go, wait for it and compare its part; the record and when it ended."""
+    import geometry
+    os.write(go, b"g")
+    os.close(go)
+    failure = wait_runner(runner, timeout)
+    ran = time.monotonic()
+    if failure is not None:
+        return {"gate": False, "reason": failure}, ran
+    try:
+        return compare_parts.evaluate(settings, geometry.load_brep(PART), reference), ran
+    except Exception:
+        return {"gate": False, "reason": "the part could not be compared with the reference:\n"
+                                         + traceback.format_exc(limit=-2)[-1500:]}, ran
 
 
 def main() -> None:
     ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     timeout = float(os.environ.get("TASKGYM_RUN_TIMEOUT", "60"))
     memory_mb = int(os.environ.get("TASKGYM_RUN_MEMORY_MB", "1024"))
-    imported = time.monotonic()
     only_reference = os.environ.get("TASKGYM_CHECK_REFERENCE") == "1"
-    failure = None if only_reference else run_submission(timeout, memory_mb)
-    ran = time.monotonic()
-    nonce = _read_all(_fd("TASKGYM_NONCE_FD")).decode()
-    header, _, reference = _read_all(_fd("TASKGYM_SECRET_FD")).partition(b"\n")
-    settings = json.loads(header)
-    if failure is not None:
-        record: dict[str, Any] = {"gate": False, "reason": failure}
+    runner, go = (0, -1) if only_reference else fork_runner(memory_mb)
+    send = open_channel()
+    send(phase="begun")  # the workspace is copied in; nothing of it is read before "started"
+    ready = setup(send)
+    imported = time.monotonic()
+    if ready is None:
+        os._exit(0)  # the runner reads end-of-file on "go" and exits
+    send(phase="started")  # from here on the submitted script runs: its failures are graded
+    if only_reference:
+        record, ran = check_reference(*ready), imported
     else:
-        try:
-            record = (check_reference if only_reference else compare)(settings, reference)
-        except Exception:
-            record = {"gate": False, "reason": "the part could not be compared with the reference:\n"
-                                               + traceback.format_exc(limit=-2)[-1500:]}
+        record, ran = grade(*ready, runner, go, timeout)
     record["timing"] = {"import_sec": imported - STARTED, "user_code_sec": ran - imported,
                         "compare_sec": time.monotonic() - ran}
-    with os.fdopen(_fd("TASKGYM_REPORT_FD"), "w") as report:
-        report.write(f"{nonce} {json.dumps(record)}\n")
+    send(**record)
     os._exit(0)  # skip tearing down OpenCascade's and VTK's modules: nothing is left to do
 
 
