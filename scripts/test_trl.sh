@@ -21,7 +21,7 @@ fi
 py="$venv/bin/python"
 "$py" -m pip install -q --disable-pip-version-check "torch==$torch_version"
 "$py" -m pip install -q --disable-pip-version-check -e ".[trl,pdf]" \
-    "pytest>=8" "pytest-timeout>=2.3" "torch==$torch_version"
+    "pytest>=8" "pytest-timeout>=2.3" "hypothesis>=6.100" "torch==$torch_version"
 installed="$("$py" -c "import torch; print(torch.__version__.split('+')[0])")"
 if [ "$installed" != "$torch_version" ]; then
     echo "torch $installed in the TRL venv; expected $torch_version" >&2

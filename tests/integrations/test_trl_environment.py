@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from taskgym.errors import ConfigError, SandboxError, TaskNotFoundError
+from taskgym.errors import ConfigError, HostResourceError, SandboxError, TaskNotFoundError
 from taskgym.integrations import env_of
 from taskgym.integrations.trl import (
     AFTER_END,
@@ -117,6 +117,15 @@ def test_a_reset_that_fails_answers_with_text_and_the_object_stays_usable(
     assert "could not start" in text and "bubblewrap could not start" in text
     assert hello.bash(command="ls") == AFTER_END
     assert hello.get_reward() is None and outcome_of(hello).end == "reset_failed"
+    assert outcome_of(hello).failure == "sandbox_start"
+
+    def out_of_descriptors(*_: Any) -> Any:
+        raise HostResourceError("too many open files")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(env_of(hello).unwrapped, "workspace_seed", out_of_descriptors)
+        assert "too many open files" in hello.reset()
+    assert hello.get_reward() is None and outcome_of(hello).failure == "host_resources"
     assert "greeting.txt" in hello.reset()  # the next one starts as usual
     with pytest.raises(TaskNotFoundError):  # the dataset's mistake is the user's to see
         hello.reset(task_id="no-such-task")

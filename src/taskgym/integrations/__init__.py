@@ -4,7 +4,10 @@
   exactly the env's tools, typed and documented from their JSON schemas (what TRL's
   ``environment_factory`` and ``transformers.utils.get_json_schema`` read);
 - :mod:`~taskgym.integrations.tool_calls`: :func:`parse_tool_calls`, a model's text to
-  taskgym actions, for the tool-call formats of today's chat templates.
+  taskgym actions, for the tool-call formats of today's chat templates;
+- :mod:`taskgym.integrations.trl`: TRL's ``environment_factory`` for any env id, with the
+  episode policy, dataset builder and cleanup TRL needs (imported on its own: it is not
+  re-exported here).
 
 This package sits above the core: it uses taskgym's public API and core, and nothing in
 the core imports it (``taskgym.parse_tool_calls`` is re-exported at the top).

@@ -46,6 +46,7 @@ import gymnasium as gym
 
 from taskgym.core.env import TaskEnv
 from taskgym.core.registry import make
+from taskgym.core.verdicts import no_verdict_of
 from taskgym.errors import ConfigError, SandboxError
 from taskgym.integrations.tool_methods import EnvTools, tool_class
 
@@ -94,7 +95,6 @@ class TrlEnvironment(EnvTools):
         self._lock = threading.Lock()
         self._outcome: Outcome | None = None
         self._started = False
-        self._calls_after_end = 0
         weakref.finalize(self, self._env.close)  # dropped unclosed: the sandbox goes too
         _LIVE.add(self)
 
@@ -105,7 +105,7 @@ class TrlEnvironment(EnvTools):
         options = {"task_id": str(row["task_id"])} if row.get("task_id") is not None else None
         seed = row.get("seed")
         with self._lock:
-            self._outcome, self._started, self._calls_after_end = None, False, 0
+            self._outcome, self._started = None, False
             try:
                 observation, _info = self._env.reset(seed=None if seed is None else int(seed),
                                                      options=options)
@@ -135,7 +135,6 @@ class TrlEnvironment(EnvTools):
     def _call_tool(self, name: str, args: dict[str, Any]) -> str:
         with self._lock:
             if self._outcome is not None or not self._started:
-                self._calls_after_end += 1
                 return AFTER_END
             observation, reward, terminated, truncated, info = self._env.step(
                 {"tool": name, "args": args})
@@ -145,10 +144,12 @@ class TrlEnvironment(EnvTools):
 
     def _reset_failed(self, exc: BaseException) -> str:
         reason = f"{type(exc).__name__}: {exc}"
+        known = no_verdict_of(exc)
+        failure = str(known.failure) if known is not None else "sandbox_start"
         log.warning("taskgym %s: reset failed, the rollout gets no reward: %s",
                     type(self).__name__, reason)
         self._outcome = Outcome(end="reset_failed", reward=None, verdict="none",
-                                failure="sandbox_start", reason=reason)
+                                failure=failure, reason=reason)
         return _RESET_FAILED.format(reason=reason)
 
     def _close(self) -> None:
