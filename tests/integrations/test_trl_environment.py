@@ -196,3 +196,27 @@ def test_a_planted_reward_file_through_the_adapter_scores_zero(backend: Backend)
         assert outcome_of(obj).verdict == "graded"
     finally:
         obj._close()
+
+
+PASS_EVERYTHING = """import pytest
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    outcome.get_result().outcome = "passed"
+"""
+
+
+@pytest.mark.hacks
+def test_a_planted_conftest_through_the_adapter_scores_zero(
+        backend: Backend, answer_task: Any, tmp_path: Path) -> None:
+    obj = EnvironmentFactory("coding-terminal-v0", tasks=str(answer_task(tmp_path / "t")),
+                             sandbox=backend)()
+    try:
+        obj.reset()
+        for path in ("/app/conftest.py", "/app/tests/conftest.py"):
+            obj.write_file(path=path, content=PASS_EVERYTHING)
+        obj.bash(command="echo 41 > /app/answer.txt; printf '[pytest]\\n' > /app/pytest.ini")
+        obj.submit()
+        assert obj.get_reward() == 0.0 and outcome_of(obj).verdict == "graded"
+    finally:
+        obj._close()
