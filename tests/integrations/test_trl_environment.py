@@ -167,7 +167,10 @@ def test_close_environments_and_the_finalizer_stop_the_sandboxes() -> None:
 
     assert close_environments(Trainer()) == 1
     assert env_of(kept).unwrapped.is_over
+    assert "greeting.txt" in kept.reset()  # still usable: a reset starts anew
+    assert not env_of(kept).unwrapped.is_over
     assert close_environments() >= 1  # every one the factories made here
+    assert env_of(kept).unwrapped.is_over
 
 
 def test_taskgym_metrics_logs_components_and_ends(hello: Any) -> None:
