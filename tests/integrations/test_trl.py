@@ -159,15 +159,21 @@ def test_grpo_trainer_trains_on_two_domains_with_the_verified_reward(tmp_path: P
     assert sorted(dataset["environment"]) == ["coding", "finance"]
     model, tokenizer = tiny_model_and_tokenizer()
     seen: list[tuple[list[str], list[list[float]], list[Any]]] = []
+    tool_replies: list[tuple[str, list[str]]] = []
 
     class Recording(GRPOTrainer):
-        """Keeps each batch's reward columns beside its envs' own verified results."""
+        """Keeps each batch's reward columns beside its envs' own verified results, and
+        the tool messages of each completion."""
 
-        def _calculate_rewards(self, *args: Any, **kwargs: Any) -> Any:
-            rewards = super()._calculate_rewards(*args, **kwargs)
+        def _calculate_rewards(self, inputs: Any, prompts: Any, completions: Any,
+                               *args: Any) -> Any:
+            rewards = super()._calculate_rewards(inputs, prompts, completions, *args)
             seen.append((list(self.reward_func_names), rewards.tolist(),
                          [(type(e).__name__, env_of(e).unwrapped.last_reward, outcome_of(e))
                           for e in self.environments]))
+            tool_replies.extend(
+                (type(e).__name__, [m["content"] for m in c if m["role"] == "tool"])
+                for e, c in zip(self.environments, completions, strict=True))
             return rewards
 
     args = GRPOConfig(output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=4,
@@ -206,6 +212,15 @@ def test_grpo_trainer_trains_on_two_domains_with_the_verified_reward(tmp_path: P
     assert scores == {("CodingTerminalV0", 1.0), ("CodingTerminalV0", 0.0),
                       ("FinancePdfV0", 1.0), ("FinancePdfV0", 0.0)}
     assert rows == 8
+    # what the tools answered inside TRL's loop: the sandbox's output, the grade, then the
+    # fixed answer to a call after the end
+    for class_name, replies in tool_replies:
+        if class_name == "CodingTerminalV0":
+            assert len(replies) == 3, replies
+            assert replies[0].split()[0] in ("hello", "goodbye") and "[exit code 0]" in replies[0]
+            assert "[graded:" in replies[1] and replies[2] == AFTER_END
+        else:
+            assert len(replies) == 1 and "[graded:" in replies[0], replies
     metrics = [e for e in trainer.state.log_history if "taskgym/end_env" in e]
     assert metrics and all(e["taskgym/end_env"] == 1.0 for e in metrics)
     assert all(torch.isfinite(p).all() for p in model.parameters())
