@@ -10,6 +10,9 @@
 - :mod:`~taskgym.integrations.endpoint_episode`: the async ``run_episode`` of a model behind
   an OpenAI-compatible endpoint, returning an :class:`EpisodeResult` (``taskgym.run_episode``
   with an env id forwards to it).
+- :mod:`taskgym.integrations.trl`: TRL's ``environment_factory`` for any env id, with the
+  episode policy, dataset builder and cleanup TRL needs (imported on its own: it is not
+  re-exported here).
 
 This package sits above the core: it uses taskgym's public API and core, and nothing in
 the core imports it (``taskgym.parse_tool_calls`` is re-exported at the top).
