@@ -30,7 +30,8 @@ def inside(name: str) -> Any:
     return module
 
 
-grade = inside("grade")  # puts its folder on sys.path and imports meshlib from there
+grade = inside("grade")  # puts its folder on sys.path
+grade.import_modules()  # imports meshlib from there, as the grader's setup does
 meshlib = grade.meshlib
 
 TASKS = envs_dir() / "mesh-trimesh-v0" / "tasks"
@@ -130,7 +131,7 @@ def test_an_unexpected_grader_error_names_no_hidden_value(monkeypatch: pytest.Mo
     monkeypatch.setattr(grade, "grade", broken)
     (tmp_path / "s.stl").write_bytes(b"")
     monkeypatch.chdir(tmp_path)
-    record = grade.graded({}, {})
+    record = grade.graded({}, {}, {})
     assert record["gate"] is False and "AssertionError" in record["reason"]
     assert str(secret) not in record["reason"] and "46905" not in record["reason"], record
 
@@ -148,14 +149,14 @@ def check_task(task: Path, tmp: Path) -> None:
     name = next(n for n in files if n.startswith("target."))
     part = meshlib.cleaned(meshlib.load(name, files[name]))
     (tmp / name).write_bytes(files[name])
-    assert grade.grade(str(tmp / name), found, files)["success"], task.name
+    assert grade.grade(str(tmp / name), found, files, grade.references(found, files))["success"], task.name
     for label, stand_in in (("bounding box", trimesh.creation.box(bounds=part.bounds)),
                             ("convex hull", part.convex_hull)):
         solid, target = meshlib.analyse(stand_in)[1], meshlib.analyse(part)[1]
         if solid is not None and meshlib.iou(solid, target)["iou"] >= 1 - 1e-3:
             continue  # the target is its own box or hull: no feature to miss
         stand_in.export(tmp / "s.ply")
-        record = grade.grade(str(tmp / "s.ply"), found, files)
+        record = grade.grade(str(tmp / "s.ply"), found, files, grade.references(found, files))
         assert not record.get("success"), (task.name, label, record)
 
 

@@ -11,6 +11,13 @@ names, accepted only when the task's check source spells them (:func:`check_name
 results, and a fixed reason per cause (:data:`CAUSES`). The one exception is a refusal, which
 ``grade.py`` writes about the agent's own files before any project code has run. The engine's
 log goes to this module's logger for humans, never into the result.
+
+The grader announces its phases (:mod:`taskgym.core.verdicts`): a grade that ends in its own
+setup, after ``begun`` (the engine probed, the check's source checked) and before ``started``
+(the project read), has no verdict (``grader_dependency``, ``reference``, ``grader_timeout``,
+``grader_crash``); a missing or unreadable check is the task's (``reference``) before any
+sandbox starts. From ``started`` on, everything is graded: a refused project, an engine that
+hangs or crashes on it.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from taskgym.errors import ConfigError
 from taskgym.sandbox import Backend, Session
 from taskgym.sandbox.grading import run_grader
 
-__all__ = ["CAUSES", "ENGINE", "INSIDE_DIR", "INSIDE_MOUNT", "check_names", "grade_project"]
+__all__ = ["CAUSES", "ENGINE", "INSIDE_DIR", "INSIDE_MOUNT", "check_names", "check_source", "grade_project"]
 
 log = logging.getLogger(__name__)
 ENGINE = "godot3-server"
@@ -69,10 +76,21 @@ def script_policy(task: Task) -> str:
     return str(policy)
 
 
+def check_source(task: Task) -> str:
+    """The task's hidden check, ``tests/check.gd``; :class:`ConfigError` (the task's files:
+    no verdict) when it is missing or not UTF-8 text."""
+    path = task.path / "tests" / "check.gd"
+    try:
+        return path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: the task's hidden check cannot be read ({exc}); fix the "
+                          "task") from exc
+
+
 def grade_project(task: Task, session: Session, backend: Backend, image: str | None) -> RewardResult:
     """Copy the final project out of ``session`` and run ``task``'s hidden check on it."""
     limits = task.limits
-    source = (task.path / "tests" / "check.gd").read_text()
+    source = check_source(task)
     secret = {
         "check": source,
         "timeout": min(ENGINE_SECONDS, limits.verifier_timeout_sec - 5),

@@ -1,6 +1,12 @@
 """Grading a mesh episode in a fresh sandbox (:func:`run_grader`): the submitted file is its only
 workspace file, read as data by ``inside/grade.py``; the settings and the task's ``tests/`` (the
-target, a scene's parts) come from a secret descriptor."""
+target, a scene's parts) come from a secret descriptor.
+
+The grader announces its phases (:mod:`taskgym.core.verdicts`): a grade that ends in its own
+setup, after ``begun`` (its modules imported, the target or a scene's parts loaded and checked)
+and before ``started`` (the submitted file opened), has no verdict: ``grader_dependency``,
+``reference`` (the task's target missing, unreadable or no valid solid), ``grader_timeout`` or
+``grader_crash``."""
 
 from __future__ import annotations
 
@@ -13,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from taskgym.core.grading import grader_report, grader_spec
-from taskgym.core.reward import FailureClass, RewardResult
+from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task
 from taskgym.sandbox import Backend
 from taskgym.sandbox.grading import Grader
@@ -103,8 +109,6 @@ def grade_file(task: Task, name: str, data: bytes, backend: Backend,
     if isinstance(record, RewardResult):
         return record
     common = {**run.costs(), "timing": record.get("timing"), "properties": record.get("properties")}
-    if record.get("reference_problem"):  # the task's own target: nothing the policy left
-        return RewardResult.no_verdict(FailureClass.REFERENCE, str(record["reference_problem"]), **common)
     if not record.get("gate"):
         return RewardResult.failed(str(record.get("reason")), **common)
     try:

@@ -5,7 +5,8 @@ that never sees agent data (see taskgym.sandbox.local.zygote). Its channel to th
 inherited SEQPACKET socket ``TASKGYM_WARM_FD``.
 
 1. Send ``up``, wait for ``mounted`` (the host mounted ``ZPROC``), import ``MODULES``
-   (``SCRIPT``'s folder on ``sys.path`` meanwhile), check that the process has one thread
+   (``SCRIPT``'s folder on ``sys.path`` meanwhile; one that raises ImportError is left to the
+   script, as in warm_grader.py), check that the process has one thread
    (fork and ``unshare(CLONE_NEWUSER)`` need it), make it non-dumpable, send ``ready`` (or
    ``error <why>``).
 2. Loop: each message is a JSON request ``{"mounts": [[path, bytes]...], "seccomp": hex}``
@@ -34,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import importlib
 import json
 import os
 import resource
@@ -46,7 +46,7 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I leaves it out
 
-from warm_grader import connect, run_once  # type: ignore[import-not-found]  # noqa: E402
+from warm_grader import connect, preload, run_once  # type: ignore[import-not-found]  # noqa: E402
 
 sys.path.pop(0)
 
@@ -196,8 +196,7 @@ def main() -> None:
     folder = os.path.dirname(os.path.abspath(script))
     sys.path.insert(0, folder)
     try:
-        for name in filter(None, modules.split(",")):
-            importlib.import_module(name)
+        preload(modules)
         threads = len(os.listdir("/proc/self/task"))
         if threads != 1:
             raise RuntimeError(f"the grader's modules started {threads - 1} thread(s) at import: "

@@ -7,7 +7,8 @@ is a unix SEQPACKET socket: the inherited descriptor ``TASKGYM_WARM_FD``, or the
 ``TASKGYM_WARM_SOCKET`` to connect to.
 
 1. Connect (first, so the host knows the sandbox is up), import ``MODULES``, send ``ready``
-   (or ``error <traceback>``).
+   (or ``error <traceback>``). A module that cannot be imported (an ImportError) is left to
+   ``SCRIPT``, which imports it in its own setup and reports it as the cold path does.
 2. Receive one message: JSON ``{"env": {...}, "fds": [names]}`` with as many descriptors. The
    host sends it only after it copied the workspace in. ``stdout`` and ``stderr`` replace
    descriptors 1 and 2; every other name becomes an environment variable holding the number
@@ -58,14 +59,23 @@ def main() -> None:
     folder = os.path.dirname(os.path.abspath(script))
     sys.path.insert(0, folder)
     try:
-        for name in filter(None, modules.split(",")):
-            importlib.import_module(name)
+        preload(modules)
     except BaseException:
         channel.send(b"error " + traceback.format_exc()[-3000:].encode(errors="replace"))
         os._exit(1)
     sys.path.remove(folder)  # the script adds its own folder, as when run cold
     channel.send(b"ready")
     run_once(channel, script, args)
+
+
+def preload(modules: str) -> None:
+    """Import the comma-separated ``modules``; one that raises ImportError is skipped (the
+    script's own import reports it, as it would cold: a grader dependency, not a start)."""
+    for name in filter(None, modules.split(",")):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue
 
 
 def run_once(channel: socket.socket, script: str, args: list[str]) -> None:

@@ -2,7 +2,11 @@
 
 1. Become non-dumpable (no process here can read this one's memory or descriptors), read
    the nonce and the secret (the check's GDScript, the time bound, whether the task allows
-   scripts), close those.
+   scripts), close those, and report ``{"phase": "begun"}``. The grader's own setup: the engine
+   found and answering ``--version`` (else a ``dependency`` record), the check's source text with
+   an ``evaluate`` function (else a ``reference`` record); then ``{"phase": "started"}``, before
+   anything of /app is read (taskgym.core.verdicts: a grade that ends between the two phases has
+   no verdict; from ``started`` on, a refusal, an engine that hangs or crashes are graded).
 2. Build the graded project from /app with :mod:`graded_project`: only allow-listed
    scenes, resources and scripts, checked by real grammars (:mod:`text_resources`,
    :mod:`gdscript`), and the grader's own project.godot (physics pinned); anything else the
@@ -29,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +42,9 @@ sys.path.insert(0, str(Path(__file__).parent))  # -I leaves the script's folder 
 import graded_project  # noqa: E402
 
 APP = Path("/app")
+ENGINE = "godot3-server"
+VERSION = re.compile(rb"^\d+\.\d+")
+"""What the engine's ``--version`` prints first (Godot 3 exits with status 255 after it)."""
 HARNESS = Path(__file__).with_name("harness.gd")
 ENGINE_ARGS = ["--no-window", "--audio-driver", "Dummy", "--fixed-fps", "60"]
 NOISE = re.compile(
@@ -62,7 +70,7 @@ def run_engine(graded: Path, work: Path, check: str, timeout: float) -> tuple[di
         "TASKGYM_GAME_CHECK": str(check_path),
         "TASKGYM_GAME_REPORT": str(report_path),
     }
-    engine = shutil.which("godot3-server") or "godot3-server"
+    engine = shutil.which(ENGINE) or ENGINE
     timed_out = False
     with open(out_path, "wb") as out:
         proc = subprocess.Popen(
@@ -100,6 +108,32 @@ def run_engine(graded: Path, work: Path, check: str, timeout: float) -> tuple[di
     return record, log
 
 
+def setup(send: Callable[..., None], secret: dict[str, Any]) -> bool:
+    """The grader's own setup, before anything of the agent's is read: the engine runs and the
+    check is source text; ``False``, with a ``dependency`` or ``reference`` record sent, when
+    not (the environment's fault)."""
+    engine = shutil.which(ENGINE)
+    problem = f"{ENGINE} is not on the grading sandbox's PATH" if engine is None else ""
+    if engine is not None:
+        try:
+            probe = subprocess.run([engine, "--version"], stdin=subprocess.DEVNULL,
+                                   capture_output=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
+            if not VERSION.match(probe.stdout):
+                problem = (f"{engine} --version printed no version (exit status "
+                           f"{probe.returncode}): {probe.stderr[-300:].decode(errors='replace')}")
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            problem = f"{engine} could not be run: {exc}"
+    if problem:
+        send(dependency=f"the grading sandbox's game engine does not run ({problem}): install "
+                        f"{ENGINE} (`taskgym doctor` checks it)")
+        return False
+    check = secret.get("check")
+    if not isinstance(check, str) or "func evaluate" not in check:
+        send(reference="the task's tests/check.gd has no evaluate function; fix the task")
+        return False
+    return True
+
+
 def main() -> None:
     started = time.monotonic()
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
@@ -109,6 +143,15 @@ def main() -> None:
     with os.fdopen(secret_fd, "rb") as stream:
         secret = json.loads(stream.read())
     report = os.fdopen(int(os.environ["TASKGYM_REPORT_FD"]), "w")
+
+    def send(**record: Any) -> None:
+        report.write(f"{nonce} {json.dumps(record)}\n")
+        report.flush()
+
+    send(phase="begun")  # nothing of /app is read before "started"
+    if not setup(send, secret):
+        return
+    send(phase="started")  # from here on the agent's project is read and run: graded
     work = Path(tempfile.mkdtemp(prefix=".", dir="/tmp"))  # mode 0700
     record: dict[str, Any]
     log = ""
@@ -121,8 +164,7 @@ def main() -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     record.update(final=True, log=log, seconds=round(time.monotonic() - started, 3))
-    report.write(f"{nonce} {json.dumps(record)}\n")
-    report.flush()
+    send(**record)
 
 
 if __name__ == "__main__":

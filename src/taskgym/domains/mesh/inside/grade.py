@@ -4,8 +4,12 @@ Runs as ``python3 -I -B grade.py`` in a workspace whose one file is the submissi
 gives its format), with this sandbox's own, unpatched trimesh and
 manifold3d: the agent's file is only data here (nothing of the agent's runs), read under
 size, face-count and memory bounds. The settings and the target meshes come from a secret
-descriptor (they are never files in any sandbox); one JSON record goes back on the report
-descriptor, prefixed with the nonce (see taskgym.sandbox.grading).
+descriptor (they are never files in any sandbox); JSON records go back on the report
+descriptor, prefixed with the nonce (see taskgym.sandbox.grading): ``{"phase": "begun"}`` once the
+nonce and the secrets are read, then the grader's own setup (its modules imported, the target and
+a scene's parts loaded and checked; a ``dependency`` or ``reference`` record when that fails),
+then ``{"phase": "started"}`` before the submitted file is opened, and the final record
+(taskgym.core.verdicts: a grade that ends between the two phases has no verdict).
 
 Reward: a gate of hard checks (the file parses, is a valid solid, as ``meshlib`` builds it:
 always for ``iou`` and ``scene``, where ``solid`` asks for ``hausdorff``; body count, face
@@ -20,7 +24,7 @@ from __future__ import annotations
 
 import time
 
-STARTED = time.monotonic()
+LAUNCHED = time.monotonic()
 
 import base64  # noqa: E402
 import itertools  # noqa: E402
@@ -29,14 +33,17 @@ import os  # noqa: E402
 import resource  # noqa: E402
 import sys  # noqa: E402
 import traceback  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import manifold3d  # noqa: E402
-import meshlib  # noqa: E402
-import numpy as np  # noqa: E402
+manifold3d: Any = None  # imported by import_modules(), after the "begun" record
+meshlib: Any = None
+np: Any = None
 
+TIMES: dict[str, float] = {}
+"""When the grader's modules were imported (``imported``), for the report's ``timing``."""
 MEMORY_MB = 3072
 TOL_MM = 0.01
 
@@ -54,7 +61,9 @@ def _read_fd(name: str) -> bytes:
     return b"".join(chunks)
 
 
-def grade(path: str, settings: dict[str, Any], files: dict[str, bytes]) -> dict[str, Any]:
+def grade(path: str, settings: dict[str, Any], files: dict[str, bytes],
+          loaded: dict[str, Any]) -> dict[str, Any]:
+    """The record of the submission at ``path``; ``loaded`` is what :func:`references` gave."""
     raw = meshlib.load(path)
     props, solid = meshlib.analyse(raw)
     record: dict[str, Any] = {"properties": props}
@@ -73,10 +82,10 @@ def grade(path: str, settings: dict[str, Any], files: dict[str, bytes]) -> dict[
             raise Fail(f"{props.get('bodies')} bodies where {bodies} {'is' if bodies == 1 else 'are'} asked")
         mesh = meshlib.cleaned(raw)
         if kind == "scene":
-            record.update(scene(mesh, settings, files))
+            record.update(scene(mesh, settings, loaded["parts"]))
         else:
-            raw_target, target_props, target = reference(files, kind)
-            distances = meshlib.surface_distances(mesh, meshlib.cleaned(raw_target),
+            cleaned_target, target_props, target = loaded["target"]
+            distances = meshlib.surface_distances(mesh, cleaned_target,
                                                   5000 if kind == "iou" else 20000)
             record["measured"] = distances
             if kind == "iou":
@@ -170,14 +179,13 @@ def unchanged(solid: Any, iou: float, name: str, files: dict[str, bytes]) -> Non
                    f"input {like_input:.4f}, with the target {iou:.4f})")
 
 
-def scene(mesh: Any, settings: dict[str, Any], files: dict[str, bytes]) -> dict[str, Any]:
-    """Match each body to a part by IoU (after moving it onto the part), then check the
-    layout: no overlaps, resting on the floor (or on the part it stands on), relations."""
+def scene(mesh: Any, settings: dict[str, Any], parts: list[Any]) -> dict[str, Any]:
+    """Match each body to a part (``parts``: the scene's, cleaned, in ``settings``' order) by
+    IoU (after moving it onto the part), then check the layout: no overlaps, resting on the
+    floor (or on the part it stands on), relations."""
     from scipy.optimize import linear_sum_assignment
 
     names = list(settings["parts"])
-    parts = [meshlib.cleaned(meshlib.load(settings["parts"][n], files[settings["parts"][n]]))
-             for n in names]
     bodies = mesh.split(only_watertight=False)
     if len(bodies) != len(parts):
         raise Fail(f"{len(bodies)} bodies where the scene has {len(parts)} parts")
@@ -224,15 +232,64 @@ def check_relation(rel: list[Any], placed: dict[str, Any]) -> None:
         raise Fail(f"relation {' '.join(map(str, rel))} does not hold")
 
 
-def graded(settings: dict[str, Any], files: dict[str, bytes]) -> dict[str, Any]:
+def references(settings: dict[str, Any], files: dict[str, bytes]) -> dict[str, Any]:
+    """The task's meshes, loaded and checked before anything of the agent's is read: a scene's
+    parts (``parts``, cleaned) or the target (``target``: cleaned, its properties, its solid);
+    :class:`ReferenceProblem` when one is missing, unreadable or not what grading needs."""
+    if settings["score"] != "scene":
+        raw, props, solid = reference(files, settings["score"])
+        return {"target": (meshlib.cleaned(raw), props, solid)}
+    parts = []
+    for part in settings["parts"].values():
+        try:
+            parts.append(meshlib.cleaned(meshlib.load(part, files[part])))
+        except (KeyError, meshlib.MeshError) as exc:
+            raise ReferenceProblem(f"the task's scene part tests/{part} is missing or not "
+                                   f"readable ({exc}); fix the task") from exc
+    return {"parts": parts}
+
+
+def import_modules() -> None:
+    """Import what grading needs (trimesh with ``meshlib``) into this module's globals."""
+    global manifold3d, meshlib, np
+    import manifold3d
+    import meshlib  # trimesh with it
+    import numpy as np
+    import scipy.optimize
+    import scipy.sparse.csgraph
+    import scipy.spatial  # noqa: F401
+    from manifold3d import Manifold  # noqa: F401  (a package's folder left empty imports as
+    from numpy import ndarray  # noqa: F401  a namespace: these names are then missing)
+    from trimesh import Trimesh  # noqa: F401
+
+
+def setup(send: Callable[..., None], settings: dict[str, Any],
+          files: dict[str, bytes]) -> dict[str, Any] | None:
+    """The grader's own setup (:func:`import_modules`, :func:`references` loaded); ``None``,
+    with a ``dependency`` or ``reference`` record sent, when it fails: the environment's fault."""
+    try:
+        import_modules()
+        TIMES["imported"] = time.monotonic()
+    except ImportError as exc:
+        send(dependency=f"the grading sandbox's Python cannot import {exc.name or 'a module'} "
+                        f"({exc}): install it for the Python graders run with (`taskgym doctor` "
+                        "checks it)")
+        return None
+    try:
+        return references(settings, files)
+    except ReferenceProblem as exc:
+        send(reference=str(exc))
+        return None
+
+
+def graded(settings: dict[str, Any], files: dict[str, bytes],
+           loaded: dict[str, Any]) -> dict[str, Any]:
     """The record of the workspace's one file (the submission), whatever goes wrong: an
     unexpected error names its type and place, never its message (which may quote a hidden
     value, such as the target's volume)."""
     try:
         (name,) = os.listdir()
-        return grade(name, settings, files)
-    except ReferenceProblem as exc:
-        return {"gate": False, "reference_problem": str(exc)}
+        return grade(name, settings, files, loaded)
     except meshlib.MeshError as exc:
         return {"gate": False, "reason": str(exc)}
     except MemoryError:
@@ -249,13 +306,24 @@ def main() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     nonce = _read_fd("TASKGYM_NONCE_FD").decode()
     secret = json.loads(_read_fd("TASKGYM_SECRET_FD"))
-    files = {name: base64.b64decode(data) for name, data in secret["files"].items()}
-    imported = time.monotonic()
-    record = graded(secret["settings"], files)
-    record["final"] = True
-    record["timing"] = {"import_sec": imported - STARTED, "grade_sec": time.monotonic() - imported}
-    with os.fdopen(int(os.environ["TASKGYM_REPORT_FD"]), "w") as report:
+    report = os.fdopen(int(os.environ["TASKGYM_REPORT_FD"]), "w")
+
+    def send(**record: Any) -> None:
         report.write(f"{nonce} {json.dumps(record)}\n")
+        report.flush()
+
+    send(phase="begun")  # nothing of the agent's is read before "started"
+    files = {name: base64.b64decode(data) for name, data in secret["files"].items()}
+    settings = secret["settings"]
+    loaded = setup(send, settings, files)
+    if loaded is not None:
+        send(phase="started")  # from here on the submitted file is read: its failures are graded
+        record = graded(settings, files, loaded)
+        record["final"] = True
+        imported = TIMES["imported"]
+        record["timing"] = {"import_sec": imported - LAUNCHED, "grade_sec": time.monotonic() - imported}
+        send(**record)
+    report.close()
     os._exit(0)
 
 
