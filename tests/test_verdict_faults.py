@@ -124,9 +124,16 @@ def test_grading_sandbox_killed_from_the_host_mid_grade(env: Any, monkeypatch) -
 
 
 @pytest.mark.sandbox
-def test_grader_dependency_hidden_from_the_sandbox(env: Any, tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("controller_mb", [0, 1200], ids=["small-controller", "large-controller"])
+def test_grader_dependency_hidden_from_the_sandbox(env: Any, tmp_path: Path, monkeypatch,
+                                                   controller_mb: int) -> None:
     # the packages of the sandbox Python's pytest covered by an empty folder in the grading
-    # sandbox's view of the system
+    # sandbox's view of the system; with a controller holding more resident memory than the
+    # grade's cap (as a long test run or a trainer does), whose pages a sandbox's ru_maxrss
+    # counted until bwrap's exec: every grade then looked memory-full, so graded
+    ballast = bytearray(controller_mb << 20)
+    for page in range(0, len(ballast), 4096):
+        ballast[page] = 1
     found = subprocess.run(["/usr/bin/python3", "-I", "-c", "import pytest, _pytest; "
                             "print(pytest.__file__); print(_pytest.__file__)"],
                            capture_output=True, text=True, check=True).stdout.split()

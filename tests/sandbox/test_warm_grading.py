@@ -257,6 +257,15 @@ def _descends_from_us(pid: int) -> bool:
     return False
 
 
+def _cmdline(pid: int) -> bytes:
+    """The command line of ``pid``, empty once it has ended (a process listed a moment ago
+    may be gone: a grader ends when its grade does)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 def _grader_processes(backend: Backend) -> list[int]:
     """Warm-grader processes of this test process (not another one's on a shared machine):
     local ones descend from it, docker ones run in its backend's containers."""
@@ -346,8 +355,7 @@ def test_a_dead_pre_started_grader_is_replaced_on_the_spot(backend: Backend, tmp
     _run_versioned(backend, folder)
     _wait_ready(backend)
     waiting = [pid for pid in _grader_processes(backend)
-               if b"/.g/g.py" in Path(f"/proc/{pid}/cmdline").read_bytes()
-               and not Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"bwrap")]
+               if b"/.g/g.py" in _cmdline(pid) and not _cmdline(pid).startswith(b"bwrap")]
     assert waiting
     for pid in waiting:
         os.kill(pid, signal.SIGKILL)

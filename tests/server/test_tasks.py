@@ -21,7 +21,10 @@ def call(url: str, body: Any = None) -> tuple[int, Any]:
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
+        try:
+            return exc.code, json.loads(exc.read())
+        finally:
+            exc.close()  # its connection, else a ResourceWarning when it is collected
 
 
 def send(ws: ClientConnection, message: dict[str, Any]) -> dict[str, Any]:

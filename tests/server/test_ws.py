@@ -38,7 +38,10 @@ def get(url: str, **headers: str) -> tuple[int, Any]:
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
+        try:
+            return exc.code, json.loads(exc.read())
+        finally:
+            exc.close()  # its connection, else a ResourceWarning when it is collected
 
 
 def wait_for_no_sandbox(before: set[str]) -> set[str]:

@@ -304,7 +304,11 @@ class Launched:
             usage.cpu_sec = self.rusage.ru_utime + self.rusage.ru_stime
             usage.peak_memory_bytes = self.rusage.ru_maxrss * 1024
         if self.cgroup is not None:
-            usage.peak_memory_bytes = max(usage.peak_memory_bytes, self.cgroup.peak_memory())
+            # the cgroup's peak alone: a child's ru_maxrss counts the controller's own resident
+            # memory, shared from the fork until bwrap's exec (a controller of 1.2 GB made every
+            # sandbox of 1 GB look full, and so every grade's setup failure the policy's); where
+            # the kernel keeps no peak (cgroup v2 before Linux 5.19), the rusage stays
+            usage.peak_memory_bytes = self.cgroup.peak_memory() or usage.peak_memory_bytes
             cpu = self.cgroup.cpu_seconds()
             if cpu is not None:
                 usage.cpu_sec = cpu
