@@ -6,35 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$SECONDS
-if [ -n "${TASKGYM_OPENENV_VENV:-}" ]; then
-    venv="$TASKGYM_OPENENV_VENV"
-else
-    scratch="$(mktemp -d)"
-    trap 'rm -rf "$scratch"' EXIT
-    venv="$scratch/venv"
-fi
-if ! python3 -m uv --version >/dev/null 2>&1; then
-    python3 -m pip install -q uv
-fi
-python3 -m uv venv -q --allow-existing -p "$(command -v python3)" "$venv"
+source scripts/venv_suite.sh
+venv_path "${TASKGYM_OPENENV_VENV:-}"
+uv_venv
 python3 -m uv pip install -q -p "$venv/bin/python" -e ".[serve]" "openenv==0.10.0" \
     "pytest>=8" "pytest-timeout>=2.3" "hypothesis>=6.100"
-if "$venv/bin/python" -c "import torch" >/dev/null 2>&1; then
-    echo "torch is installed in the openenv venv; it must not be" >&2
-    exit 1
-fi
-echo "openenv venv ready in $((SECONDS - started)) s"
-log="$(mktemp)"
-status=0
-"$venv/bin/python" -m pytest -m openenv tests/server -q -p no:cacheprovider -rs "$@" \
-    | tee "$log" || status=$?
-summary="$(tail -n 1 "$log")"
-rm -f "$log"
-if [ "$status" -ne 0 ]; then
-    exit "$status"
-fi
-if [[ "$summary" == *skipped* ]]; then
-    echo "scripts/test_openenv.sh: an openenv test was skipped; each must run" >&2
-    exit 1
-fi
-echo "scripts/test_openenv.sh took $((SECONDS - started)) s"
+no_torch openenv
+run_marked scripts/test_openenv.sh openenv tests/server "$@"

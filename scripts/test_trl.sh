@@ -9,15 +9,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$SECONDS
+source scripts/venv_suite.sh
 torch_version="2.13.0"
-if [ -n "${TASKGYM_TRL_VENV:-}" ]; then
-    venv="$TASKGYM_TRL_VENV"
-else
-    scratch="$(mktemp -d)"
-    trap 'rm -rf "$scratch"' EXIT
-    venv="$scratch/venv"
-fi
-[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+venv_path "${TASKGYM_TRL_VENV:-}"
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"  # pip, not uv: pip takes torch's CPU build from this disk
 py="$venv/bin/python"
 "$py" -m pip install -q --disable-pip-version-check "torch==$torch_version"
 "$py" -m pip install -q --disable-pip-version-check -e ".[trl,pdf]" \
@@ -27,18 +22,5 @@ if [ "$installed" != "$torch_version" ]; then
     echo "torch $installed in the TRL venv; expected $torch_version" >&2
     exit 1
 fi
-echo "trl venv ready in $((SECONDS - started)) s"
-log="$(mktemp)"
-status=0
-TRL_EXPERIMENTAL_SILENCE=1 "$py" -m pytest -m trl tests/integrations -q -p no:cacheprovider -rs \
-    "$@" | tee "$log" || status=$?
-summary="$(tail -n 1 "$log")"
-rm -f "$log"
-if [ "$status" -ne 0 ]; then
-    exit "$status"
-fi
-if [[ "$summary" == *skipped* ]]; then
-    echo "scripts/test_trl.sh: a trl test was skipped; each must run" >&2
-    exit 1
-fi
-echo "scripts/test_trl.sh took $((SECONDS - started)) s"
+export TRL_EXPERIMENTAL_SILENCE=1
+run_marked scripts/test_trl.sh trl tests/integrations "$@"
