@@ -47,7 +47,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
-from taskgym.errors import ConfigError, GraderDependencyError, SandboxError
+from taskgym.errors import ConfigError, SandboxError
 from taskgym.sandbox.base import Backend, Prestarted, SandboxSpec
 from taskgym.sandbox.booting import JobThread
 from taskgym.sandbox.config import warm_graders_default
@@ -64,8 +64,6 @@ BOOT_SEC = 300.0
 """Longest a pre-started grader may take to import its modules."""
 SWEEP_SEC = 1.0
 """How often the booting thread, when it has nothing to boot, stops graders idle too long."""
-IMPORT_FAILED = (b"ImportError", b"ModuleNotFoundError")
-"""In a pre-started grader's traceback: a module it preloads (or one of their imports) is missing."""
 
 
 def pool_size(backend: Backend | None = None) -> int:
@@ -86,7 +84,6 @@ class Entry:
         self.started: Prestarted | None = None
         self.booting: Prestarted | None = None
         self.error = ""
-        self.missing_module = False
         self.lock = threading.Lock()
         self.discarded = False
 
@@ -117,10 +114,6 @@ class Entry:
             started.close()
             self.error = ("the pre-started grader failed to import its modules: "
                           + reply.removeprefix(b"error ").decode(errors="replace")[-2000:])
-            # nothing of the policy's is in a pre-started sandbox: a module that cannot be
-            # imported there is missing from the sandbox's view of the system
-            self.missing_module = (reply.startswith(b"error ")
-                                   and any(kind in reply for kind in IMPORT_FAILED))
         self.done.set()
 
     def claim(self, deadline: float) -> Prestarted:
@@ -131,9 +124,6 @@ class Entry:
         with self.lock:
             started, self.started = self.started, None
             self.discarded = True
-        if started is None and self.missing_module:
-            raise GraderDependencyError(f"{self.error} (`taskgym doctor` checks what the grading "
-                                        "sandbox needs)")
         if started is None:
             raise SandboxError(self.error or "the pre-started grader was discarded")
         if not started.alive:

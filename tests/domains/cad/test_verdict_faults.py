@@ -105,13 +105,13 @@ def test_cadquery_not_importable_in_the_grading_sandbox(env: Any, tmp_path: Path
 
     def fault() -> None:
         monkeypatch.setattr(verifier, "grader_spec", without_cadquery)
-        if not warm:  # grade.py's own import, not a pre-started grader's preload, fails
+        if not warm:  # a cold grade; on the warm paths the preload skips what it cannot import
             monkeypatch.setattr(grading, "pool_size", lambda backend: 0)
 
     info = no_verdict(env, fault, monkeypatch.undo, "grader_dependency")
     assert "No module named 'OCP" in info["error"]
-    assert ("failed to import its modules" if warm else "cannot import the CAD grader's "
-            "libraries") in info["error"]
+    # warm or cold, grade.py's own setup is what reports it (a preload leaves it to the grader)
+    assert "cannot import the CAD grader's libraries" in info["error"]
 
 
 def test_reference_corrupted(env: Any, task_dir: Path) -> None:
