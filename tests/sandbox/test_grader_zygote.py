@@ -543,3 +543,32 @@ def test_a_grade_outlives_the_last_lease_of_its_kind(zygote: Backend, cad_tasks:
     while live_zygotes(zygote) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert live_zygotes(zygote) == []  # closed once its grade ended
+
+
+def test_an_env_collected_while_the_zygotes_lock_is_held_does_not_deadlock(
+        zygote: Backend) -> None:
+    """A dropped env's finalizer runs wherever a garbage collection does: once inside the
+    zygotes' sweep, under the zygotes' lock, which closing its lease takes again (every thread
+    after it hung: seen in CI's fuzz test). The finalizer only queues the lease; a sweep closes
+    it."""
+    import gc
+
+    from taskgym.sandbox.local import zygote as zygotes
+    from taskgym.sandbox.warm_leases import USERS, close_dropped
+
+    env = taskgym.make("cad-cadquery-v0", sandbox=zygote)
+    env.reset(options={"task_id": "plate-four-holes"})
+    lease = env.unwrapped._lease
+    assert lease is not None and lease in USERS[lease.key]
+    del env
+
+    def collect_under_the_lock() -> None:
+        with zygotes._LOCK:
+            gc.collect()
+
+    collector = threading.Thread(target=collect_under_the_lock, daemon=True)
+    collector.start()
+    collector.join(30)
+    assert not collector.is_alive(), "the finalizer deadlocked on the zygotes' lock"
+    close_dropped()
+    assert lease not in USERS.get(lease.key, [])

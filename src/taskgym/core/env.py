@@ -62,7 +62,7 @@ from taskgym.sandbox.blocking import run_blocking
 from taskgym.sandbox.grading import Grader
 from taskgym.sandbox.os_errors import resource_error
 from taskgym.sandbox.spares import Spares
-from taskgym.sandbox.warm_leases import Lease
+from taskgym.sandbox.warm_leases import Lease, release_dropped
 
 if TYPE_CHECKING:
     from typing import Self
@@ -409,7 +409,7 @@ class TaskEnv(EnvStepping, gym.Env[Observation, Any], abc.ABC):
         old = lease = self._lease
         if lease is None or not lease.same(self.backend, made.spec, made.argv, made.preload):
             self._lease = lease = Lease(self.backend, made.spec, made.argv, made.preload)
-            weakref.finalize(self, lease.close)  # an env dropped unclosed lets go of it too
+            weakref.finalize(self, release_dropped, lease)  # an env dropped unclosed lets go too
             if old is not None:
                 old.close()
         lease.expect()

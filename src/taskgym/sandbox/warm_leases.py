@@ -5,6 +5,7 @@ the pools in :mod:`taskgym.sandbox.warm`.
 
 from __future__ import annotations
 
+import queue
 import time
 from collections.abc import Sequence
 
@@ -21,7 +22,7 @@ from taskgym.sandbox.warm import (
     warm_pools,
 )
 
-__all__ = ["USERS", "Lease", "expected", "sweep", "wanted"]
+__all__ = ["USERS", "Lease", "close_dropped", "expected", "release_dropped", "sweep", "wanted"]
 
 
 class Lease:
@@ -35,6 +36,7 @@ class Lease:
 
     def __init__(self, backend: Backend, spec: SandboxSpec, argv: Sequence[str],
                  preload: Sequence[str]) -> None:
+        close_dropped()
         self.backend = backend
         self.spec, self.command = stub_command(spec, argv, preload)
         self.key = kind_key(backend, self.spec, self.command)
@@ -106,9 +108,35 @@ def wanted(pool: WarmPool) -> int:
     return min(pool_size(pool.backend), max(1, expected(pool.key)))
 
 
+_DROPPED: queue.SimpleQueue[Lease] = queue.SimpleQueue()
+"""Leases of envs dropped unclosed, waiting for :func:`close_dropped`."""
+
+
+def release_dropped(lease: Lease) -> None:
+    """What an env's finalizer calls for its lease: queue it to be closed at a safe point.
+    A finalizer runs wherever the garbage collector does, in any thread, possibly inside a
+    block that holds :data:`~taskgym.sandbox.warm.LOCK` or the zygotes' lock, which closing
+    the lease takes (it deadlocked the zygotes' sweep and every thread after it); so it only
+    queues (``SimpleQueue.put`` may be called from a finalizer)."""
+    _DROPPED.put(lease)
+
+
+def close_dropped() -> None:
+    """Close the leases :func:`release_dropped` queued: called where no lock is held (a new
+    lease, the idle sweeps of the warm pools and of the zygotes, every second while either
+    runs)."""
+    while True:
+        try:
+            lease = _DROPPED.get_nowait()
+        except queue.Empty:
+            return
+        lease.close()
+
+
 def sweep() -> None:
     """Stop the waiting graders no lease expects in pools idle past their backend's
     ``warm_idle_sec``; forget such a pool once it is empty and has no users."""
+    close_dropped()
     now = time.monotonic()
     for pool in warm_pools():
         if now - pool.used < pool.backend.warm_idle_sec:

@@ -303,8 +303,9 @@ def fork_grade(backend: Backend, spec: SandboxSpec, argv: list[str], version: st
 def sweep_zygotes() -> None:
     """Stop the zygotes idle past their backend's ``warm_idle_sec`` (:meth:`GraderZygote.idle`)
     that no live episode counts on (no warm-grader lease of their kind expects a grade)."""
-    from taskgym.sandbox.warm_leases import expected
+    from taskgym.sandbox.warm_leases import close_dropped, expected
 
+    close_dropped()
     now = time.monotonic()
     with _LOCK:
         zygotes = list(_ZYGOTES.values())
