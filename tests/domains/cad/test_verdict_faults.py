@@ -151,6 +151,14 @@ def test_a_script_that_breaks_its_grade_is_graded_zero(backend: Backend, task_di
     assert (result.verdict, result.score, result.gate) == ("graded", 0.0, False), result
 
 
+def _cgroup_of(pid: str) -> str:
+    """The cgroup lines of ``pid``, empty once it has ended (listed a moment before)."""
+    try:
+        return Path(f"/proc/{pid}/cgroup").read_text(errors="replace")
+    except OSError:
+        return ""
+
+
 def worker_servers(session: Any) -> list[int]:
     """Host pids of the worker server in ``session``'s sandbox: this process's descendants on
     the local backend, the processes in the session's container on docker."""
@@ -159,7 +167,7 @@ def worker_servers(session: Any) -> list[int]:
         found = descendants(os.getpid())
     else:
         found = [int(p) for p in os.listdir("/proc") if p.isdigit()
-                 and container.id in Path(f"/proc/{p}/cgroup").read_text(errors="replace")]
+                 and container.id in _cgroup_of(p)]
     servers = []
     for pid in found:
         try:
