@@ -177,8 +177,7 @@ class EnvStepping:
             if graded.verdict == "none":  # the environment failed: an end, not a truncation
                 terminated, truncated = True, False
                 info["failure"] = str(graded.failure)
-                info["error"] = utf8(f"no verdict ({graded.failure}): "
-                                     f"{graded.details.get('reason', '')}")
+                info["error"] = utf8(graded.summary())  # "no verdict (<class>): <reason>"
                 text += f"\n[{info['error']}]"
             else:
                 text += f"\n[graded: {graded.summary()}]"
