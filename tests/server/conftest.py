@@ -3,9 +3,12 @@ test process (so :func:`taskgym.core.checks.host_state` sees its sandboxes)."""
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,22 @@ class Served:
     def ws(self, **headers: str) -> ClientConnection:
         return connect(f"ws://127.0.0.1:{self.port}/ws", additional_headers=headers,
                        open_timeout=30)
+
+    @staticmethod
+    def http(url: str, body: Any = None, **headers: str) -> tuple[int, Any]:
+        """GET ``url`` (POST ``body``: JSON unless already bytes): the status and the JSON
+        answer, an error status's too."""
+        data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
+        request = urllib.request.Request(url, data=data, headers=headers,
+                                         method="GET" if body is None else "POST")
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            try:
+                return exc.code, json.loads(exc.read())
+            finally:
+                exc.close()  # its connection, else a ResourceWarning when it is collected
 
 
 def free_port() -> int:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -13,18 +11,6 @@ from websockets.sync.client import ClientConnection
 
 pytestmark = [pytest.mark.sandbox]
 
-
-def call(url: str, body: Any = None) -> tuple[int, Any]:
-    data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
-    request = urllib.request.Request(url, data=data, method="GET" if body is None else "POST")
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        try:
-            return exc.code, json.loads(exc.read())
-        finally:
-            exc.close()  # its connection, else a ResourceWarning when it is collected
 
 
 def send(ws: ClientConnection, message: dict[str, Any]) -> dict[str, Any]:
@@ -38,25 +24,25 @@ def test_task_listing_and_a_reset_by_a_listed_task(serve: Any, answer_tasks: str
     answer_task(Path(answer_tasks) / "bigger", solve="echo 43 > /app/answer.txt\n")
     served = serve()
     base = f"{served.url}/coding-terminal-v0"
-    assert call(f"{served.url}/list_environments") == (200, ["coding-terminal-v0"])
-    assert call(f"{base}/splits") == (200, [{"name": "all", "type": "train"}])
-    status, listed = call(f"{base}/tasks", {"split": "all"})
+    assert served.http(f"{served.url}/list_environments") == (200, ["coding-terminal-v0"])
+    assert served.http(f"{base}/splits") == (200, [{"name": "all", "type": "train"}])
+    status, listed = served.http(f"{base}/tasks", {"split": "all"})
     assert status == 200 and listed["env_name"] == "coding-terminal-v0"
     assert [t["task_id"] for t in listed["tasks"]] == ["answer", "bigger"]
     assert [t["index"] for t in listed["tasks"]] == [t["seed"] for t in listed["tasks"]] == [0, 1]
-    assert call(f"{base}/num_tasks", {"split": "all"}) == (200, {"num_tasks": 2})
-    status, one = call(f"{base}/task", {"split": "all", "index": 1})
+    assert served.http(f"{base}/num_tasks", {"split": "all"}) == (200, {"num_tasks": 2})
+    status, one = served.http(f"{base}/task", {"split": "all", "index": 1})
     assert status == 200 and one["task"]["task_id"] == "bigger"
     assert one["task"]["instruction"] == "Write 42 to /app/answer.txt.\n"
-    assert call(f"{base}/task_range", {"split": "all", "start": 1})[1]["tasks"] == listed["tasks"][1:]
-    assert call(f"{base}/task_range", {"split": "all", "stop": -1})[1]["tasks"] == listed["tasks"][:1]
+    assert served.http(f"{base}/task_range", {"split": "all", "start": 1})[1]["tasks"] == listed["tasks"][1:]
+    assert served.http(f"{base}/task_range", {"split": "all", "stop": -1})[1]["tasks"] == listed["tasks"][:1]
     # refusals
-    assert call(f"{served.url}/other-v0/num_tasks", {})[0] == 404
-    assert call(f"{base}/num_tasks", {"split": "train"})[0] == 404
-    assert call(f"{base}/task", {"index": 2})[0] == 400
-    assert call(f"{base}/task", {"index": "0"})[0] == 400
-    assert call(f"{base}/task", b"{nope")[0] == 400
-    assert call(f"{base}/task_range", {"start": "a"})[0] == 400
+    assert served.http(f"{served.url}/other-v0/num_tasks", {})[0] == 404
+    assert served.http(f"{base}/num_tasks", {"split": "train"})[0] == 404
+    assert served.http(f"{base}/task", {"index": 2})[0] == 400
+    assert served.http(f"{base}/task", {"index": "0"})[0] == 400
+    assert served.http(f"{base}/task", b"{nope")[0] == 400
+    assert served.http(f"{base}/task_range", {"start": "a"})[0] == 400
     # a listed task's seed and task_id reset to it
     with served.ws() as ws:
         for how in ({"seed": 1}, {"task_id": "bigger"}):

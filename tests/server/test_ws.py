@@ -32,17 +32,6 @@ def send(ws: ClientConnection, message: Any) -> dict[str, Any]:
     return answer
 
 
-def get(url: str, **headers: str) -> tuple[int, Any]:
-    request = urllib.request.Request(url, headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        try:
-            return exc.code, json.loads(exc.read())
-        finally:
-            exc.close()  # its connection, else a ResourceWarning when it is collected
-
 
 def wait_for_no_sandbox(before: set[str]) -> set[str]:
     deadline = time.monotonic() + 30
@@ -271,7 +260,7 @@ def test_garbage_never_kills_the_server(serve: Any) -> None:
                 continue
             answer = send(ws, text)
             assert answer["type"] in ("error", "observation", "state"), answer
-    assert get(f"{served.url}/health") == (200, {"status": "healthy"})
+    assert served.http(f"{served.url}/health") == (200, {"status": "healthy"})
     with served.ws() as ws:
         send(ws, {"type": "reset", "data": {}})
         send(ws, {"type": "step", "data": SOLVE})
@@ -280,11 +269,11 @@ def test_garbage_never_kills_the_server(serve: Any) -> None:
 
 def test_http_routes_and_the_refused_stateless_ones(serve: Any) -> None:
     served = serve()
-    status, schema = get(f"{served.url}/schema")
+    status, schema = served.http(f"{served.url}/schema")
     assert status == 200 and set(schema) == {"action", "observation", "state"}
     titles = [option["title"] for option in schema["action"]["anyOf"]]
     assert {"tool bash", "tool submit", "call_tool", "list_tools"} <= set(titles)
-    status, metadata = get(f"{served.url}/metadata")
+    status, metadata = served.http(f"{served.url}/metadata")
     assert status == 200 and metadata["name"] == "coding-terminal-v0"
     for route in ("/reset", "/step"):
         request = urllib.request.Request(f"{served.url}{route}", data=b"{}", method="POST")
@@ -296,10 +285,10 @@ def test_http_routes_and_the_refused_stateless_ones(serve: Any) -> None:
 
 def test_a_token_guards_every_route_but_health(serve: Any) -> None:
     served = serve(token="s3cret")
-    assert get(f"{served.url}/health")[0] == 200
-    assert get(f"{served.url}/schema")[0] == 401
-    assert get(f"{served.url}/schema", Authorization="Bearer wrong")[0] == 401
-    assert get(f"{served.url}/schema", Authorization="Bearer s3cret")[0] == 200
+    assert served.http(f"{served.url}/health")[0] == 200
+    assert served.http(f"{served.url}/schema")[0] == 401
+    assert served.http(f"{served.url}/schema", Authorization="Bearer wrong")[0] == 401
+    assert served.http(f"{served.url}/schema", Authorization="Bearer s3cret")[0] == 200
     with pytest.raises(InvalidStatus):
         served.ws()
     with served.ws(Authorization="Bearer s3cret") as ws:
