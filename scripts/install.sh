@@ -36,7 +36,7 @@ if ((${#missing[@]})); then
 fi
 
 extras=""
-if [ "${1:-}" = "--test" ]; then extras="[test,fast,cad,pdf,docker,mesh,game,serve,endpoint]"; fi  # the extras of the envs whose tests run
+if [ "${1:-}" = "--test" ]; then extras="[test,fast,cad,pdf,docker,mesh,game,serve,endpoint,mcp]"; fi  # the extras of the envs whose tests run
 if [ "${1:-}" = "--game" ]; then extras="[game]"; fi
 python3 -m pip install --quiet --disable-pip-version-check -e ".${extras}"
 if [ "${1:-}" = "--test" ]; then  # a third-party env package, as a user would install one (tests/core/test_plugins.py)

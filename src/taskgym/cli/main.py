@@ -1,4 +1,4 @@
-"""``taskgym list | run | eval | doctor | images build | env check | task check | serve``."""
+"""``taskgym list | run | eval | doctor | images build | env check | task check | serve | mcp``."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from taskgym.cli.mcp import add_mcp_parser
 from taskgym.cli.serve import add_serve_parser
 
 __all__ = ["main"]
@@ -348,6 +349,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--sandbox", default="local")
     check.set_defaults(func=cmd_task_check)
     add_serve_parser(sub, _positive_int)
+    add_mcp_parser(sub, _positive_int)
     return parser
 
 

@@ -19,7 +19,7 @@ except ImportError as exc:  # pragma: no cover - depends on the install
         f"taskgym serve needs the serve extra ({exc.name} is missing): "
         "pip install 'taskgym[serve]'") from exc
 
-__all__ = ["create_app", "is_loopback", "serve"]
+__all__ = ["create_app", "is_loopback", "require_token", "serve"]
 
 
 def is_loopback(host: str) -> bool:
@@ -32,16 +32,22 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def require_token(host: str, token: str | None) -> None:
+    """Raise :class:`~taskgym.ConfigError` when ``host`` is not loopback and no ``token`` is
+    given (``taskgym serve`` and ``taskgym mcp --transport http`` both bind through this)."""
+    if not is_loopback(host) and not token:
+        raise ConfigError(f"serving on {host} makes the env reachable from other machines: give "
+                          "a token (--token, or TASKGYM_SERVE_TOKEN), which clients send as "
+                          "'Authorization: Bearer <token>', or bind 127.0.0.1")
+
+
 def serve(env_id: str, *, host: str = "127.0.0.1", port: int = 8000, token: str | None = None,
           **options: Any) -> None:
     """Serve ``env_id`` on ``host:port`` until interrupted (``options``: :func:`create_app`'s).
 
     Raises :class:`~taskgym.ConfigError` when ``host`` is not loopback and no token is given.
     """
-    if not is_loopback(host) and not token:
-        raise ConfigError(f"serving on {host} makes the env reachable from other machines: give "
-                          "a token (--token, or TASKGYM_SERVE_TOKEN), which clients send as "
-                          "'Authorization: Bearer <token>', or bind 127.0.0.1")
+    require_token(host, token)
     import uvicorn
 
     app = create_app(env_id, token=token, **options)
