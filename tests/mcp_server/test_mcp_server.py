@@ -20,6 +20,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 import taskgym
 from taskgym.core.checks import host_state
+from taskgym.integrations import AFTER_END
 from taskgym.mcp_server import EpisodeHandles, episode_server
 from taskgym.mcp_server.results import step_result
 from taskgym.server.protocol import step_payload
@@ -79,8 +80,22 @@ def test_one_episode_in_process_scores_1_and_refuses_calls_after_its_end(
             assert end.structured_content["verdict"] == "graded"
             assert (end.structured_content["reward"], end.structured_content["success"]) == (1.0, True)
             after = await client.call_tool("bash", {"command": "ls"})
-            assert after.is_error and "the episode is over" in text(after)
+            assert after.is_error and text(after).startswith(AFTER_END)
             assert after.structured_content["reward"] == 1.0
+
+    asyncio.run(main())
+    assert no_sandbox_left(before) == set()
+
+
+def test_a_client_that_leaves_mid_episode_leaves_no_sandbox(answer_tasks: str,
+                                                            local_backend: Any) -> None:
+    before = host_state()
+
+    async def main() -> None:
+        server = await episode_server("coding-terminal-v0", tasks=answer_tasks)
+        async with mcp.Client(server) as client:
+            assert not (await client.call_tool("bash", {"command": "ls /app"})).is_error
+            assert host_state() - before  # the episode's sandbox runs
 
     asyncio.run(main())
     assert no_sandbox_left(before) == set()
@@ -211,6 +226,26 @@ def test_the_episode_cap_is_a_clear_capacity_error(answer_tasks: str, local_back
     asyncio.run(main())
 
 
+def test_a_second_call_of_a_busy_episode_is_refused_not_interleaved(answer_tasks: str,
+                                                                     local_backend: Any) -> None:
+    handles = EpisodeHandles("coding-terminal-v0", tasks=answer_tasks)
+
+    async def main() -> None:
+        async with mcp.Client(handles.server) as client:
+            episode_id = (await client.call_tool("start_episode", {})).structured_content["episode_id"]
+            slow = asyncio.create_task(client.call_tool("bash", {
+                "episode_id": episode_id, "command": "sleep 1; echo 42 > /app/answer.txt"}))
+            while not handles.pool.sessions[episode_id].busy:
+                await asyncio.sleep(0.01)
+            refused = await client.call_tool("submit", {"episode_id": episode_id})
+            assert refused.is_error and "running another call" in text(refused)
+            assert not (await slow).is_error
+            end = await client.call_tool("submit", {"episode_id": episode_id})
+            assert end.structured_content["reward"] == 1.0
+
+    asyncio.run(main())
+
+
 def test_an_idle_episode_is_closed_with_its_sandbox(answer_tasks: str, local_backend: Any) -> None:
     handles = EpisodeHandles("coding-terminal-v0", tasks=answer_tasks, idle_timeout=0.5)
     before = host_state()
@@ -278,6 +313,18 @@ def test_server_shutdown_closes_every_episode(serve_mcp: Any) -> None:
     assert no_sandbox_left(before) == set()
 
 
+def test_the_per_client_limit_over_http(serve_mcp: Any) -> None:
+    served = serve_mcp(max_episodes_per_client=1)
+
+    async def main() -> None:
+        async with mcp.Client(served.url) as client:
+            assert not (await client.call_tool("start_episode", {})).is_error
+            refused = await client.call_tool("start_episode", {})
+            assert refused.is_error and "client 127.0.0.1 already has 1 sessions" in text(refused)
+
+    asyncio.run(main())
+
+
 def test_a_token_guards_the_http_server(serve_mcp: Any) -> None:
     served = serve_mcp(token="s3cret")
     with urllib.request.urlopen(f"{served.base}/health", timeout=30) as health:
@@ -295,6 +342,9 @@ def test_the_cli_wants_a_token_off_loopback(answer_tasks: str) -> None:
     refused = subprocess.run(command, capture_output=True, text=True, timeout=120,
                              env={**os.environ, "TASKGYM_SERVE_TOKEN": ""})
     assert refused.returncode == 2 and "give a token" in refused.stderr
+    stdio_only = subprocess.run([*command[:-4], "--seed", "1"], capture_output=True, text=True,
+                                timeout=120)
+    assert stdio_only.returncode == 2 and "--task and --seed choose" in stdio_only.stderr
 
 
 def test_over_stdio_one_episode_per_process(answer_tasks: str, local_backend: Any) -> None:

@@ -22,11 +22,12 @@ from mcp.server.stdio import stdio_server
 
 import taskgym
 from taskgym.core.wrappers import TaskMethods
+from taskgym.integrations import AFTER_END
 from taskgym.mcp_server.results import error_result, mcp_tool, outcome, step_result
 from taskgym.server.sessions import SessionPool
 
-AFTER_END = ("the episode is over ({summary}); this server serves one episode: start a new "
-             "server process for the next one")
+ONE_EPISODE_OVER = (AFTER_END + " ({summary}); this server serves one episode: start a new "
+                    "server process for the next one")
 
 
 async def episode_server(env_id: str, *, task_id: str | None = None, seed: int | None = None,
@@ -57,7 +58,7 @@ async def episode_server(env_id: str, *, task_id: str | None = None, seed: int |
     async def call_tool(ctx: ServerRequestContext[Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
         if ended:
-            return error_result(AFTER_END.format(summary=ended["summary"]), ended)
+            return error_result(ONE_EPISODE_OVER.format(summary=ended["summary"]), ended)
         if session.busy:
             return error_result("another call of this episode is running; wait for its result")
         try:
