@@ -178,7 +178,11 @@ def http_app(env_id: str, *, host: str = "127.0.0.1", token: str | None = None,
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "healthy"})
 
+    # JSON answers rather than an SSE stream per call: the tools send no notifications, and a
+    # step's overhead falls from 3.4 ms (2026-07-28) and 10 ms (legacy) to 1.3 ms on loopback
+    # (the server on a thread of the client process, under a load of 8 on 2 CPUs)
     app = handles.server.streamable_http_app(host=host, session_idle_timeout=idle_timeout,
+                                             json_response=True,
                                              custom_starlette_routes=[Route("/health", health)])
     app.state.episodes = handles.pool
     if token is not None:
