@@ -5,7 +5,9 @@ over stdio), with the episodes' sandboxes checked after each way an episode can 
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
+import random
 import subprocess
 import sys
 import time
@@ -209,6 +211,57 @@ async def episode_end(client: mcp.Client, episode_id: str) -> float:
     end = await client.call_tool("submit", {"episode_id": episode_id})
     reward: float = end.structured_content["reward"]
     return reward
+
+
+def test_random_calls_never_break_the_server(answer_tasks: str, local_backend: Any) -> None:
+    handles = EpisodeHandles("coding-terminal-v0", tasks=answer_tasks, max_episodes=2)
+    rng = random.Random(2026)
+    values: list[Any] = [None, True, -1, 0, 2**70, 1e308, "", "x" * 5000, "\udcff", [], {}, [1, {}],
+                         {"a": {"b": None}}, "0" * 32]
+    names = ["start_episode", "end_episode", "bash", "read_file", "write_file", "submit", "",
+             "x" * 300, "start_episode "]
+    keys = ["episode_id", "task_id", "seed", "command", "path", "content", "", "\x00"]
+
+    async def main() -> None:
+        async with mcp.Client(handles.server) as client:
+            live: list[str] = []
+            started = stepped = 0
+            for _ in range(150):
+                name = rng.choice(names)
+                args = {rng.choice(keys): rng.choice(values) for _ in range(rng.randint(0, 3))}
+                if rng.random() < 0.3:  # valid calls now and then, to start and step episodes
+                    args = {} if name == "start_episode" or not live else {"command": "true"}
+                    name = "bash" if args else "start_episode"
+                if live and rng.random() < 0.7:
+                    args["episode_id"] = rng.choice(live)
+                result = await client.call_tool(name, args)
+                assert isinstance(result, types.CallToolResult)
+                if isinstance(result.structured_content, dict) and "task_id" in result.structured_content:
+                    live.append(result.structured_content["episode_id"])
+                    started += 1
+                stepped += "[exit code 0]" in text(result)
+                live = [episode for episode in live if episode in handles.pool.sessions]
+            assert started and stepped, (started, stepped)  # live episodes were called too
+            for episode_id in live:
+                await client.call_tool("end_episode", {"episode_id": episode_id})
+            _, end = await episode(client, [SOLVE])
+            assert end.structured_content["reward"] == 1.0
+
+    asyncio.run(main())
+    assert handles.pool.sessions == {}
+
+
+def test_a_tool_image_is_image_content(local_backend: Any) -> None:
+    async def main() -> None:
+        server = await episode_server("finance-pdf-v0", task_id="co0-08-multihop")
+        async with mcp.Client(server) as client:
+            result = await client.call_tool("page_image", {"page": 1})
+            assert not result.is_error and "PNG" in text(result)
+            images = [block for block in result.content if isinstance(block, types.ImageContent)]
+            assert len(images) == 1 and images[0].mime_type == "image/png"
+            assert base64.b64decode(images[0].data).startswith(b"\x89PNG\r\n\x1a\n")
+
+    asyncio.run(main())
 
 
 def test_the_episode_cap_is_a_clear_capacity_error(answer_tasks: str, local_backend: Any) -> None:
