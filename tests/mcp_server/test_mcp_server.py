@@ -8,6 +8,7 @@ import asyncio
 import base64
 import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -441,3 +442,23 @@ def test_closing_a_stdio_client_mid_episode_stops_the_sandbox(answer_tasks: str,
     assert no_sandbox_left(before) == set()
     for pid in server_pids:
         assert no_sandbox_left(set(), int(pid)) == set()
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP])
+def test_a_stop_signal_closes_the_stdio_servers_sandbox(answer_tasks: str, local_backend: Any,
+                                                        stop: signal.Signals) -> None:
+    server = subprocess.Popen(
+        [sys.executable, "-m", "taskgym", "mcp", "coding-terminal-v0", "--tasks", answer_tasks],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, **(SERVER_ENV or {})})
+    try:
+        deadline = time.monotonic() + 60
+        while not host_state(server.pid):  # the episode's sandbox starts with the process
+            assert time.monotonic() < deadline and server.poll() is None, server.stderr
+            time.sleep(0.05)
+        server.send_signal(stop)
+        assert server.wait(60) == 0
+    finally:
+        server.kill()
+        server.communicate(timeout=60)
+    assert host_state(server.pid) == set()

@@ -11,6 +11,8 @@ so one process serves one episode: a harness starts one process per episode.
 
 from __future__ import annotations
 
+import asyncio
+import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -40,7 +42,7 @@ async def episode_server(env_id: str, *, task_id: str | None = None, seed: int |
         return taskgym.make(env_id, **make_kwargs)
 
     pool = SessionPool(make_env, max_sessions=1, max_sessions_per_client=1, max_starting=1,
-                       start_wait=float("inf"))
+                       start_wait=30.0)
     session = await pool.open("stdio")
     try:
         start = await session.reset({"task_id": task_id, "seed": seed})
@@ -84,8 +86,21 @@ async def episode_server(env_id: str, *, task_id: str | None = None, seed: int |
 
 async def serve_stdio(env_id: str, **options: Any) -> None:
     """Serve one episode (:func:`episode_server`'s ``options``) on this process's stdin and
-    stdout until the client closes them."""
-    server = await episode_server(env_id, **options)
-    async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+    stdout until the client closes them, or until SIGTERM or SIGHUP (a harness stopping its
+    server), which close the episode's sandbox too before the process ends."""
+    serving = asyncio.current_task()
+    assert serving is not None
+    loop = asyncio.get_running_loop()
+    for stop in (signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(stop, serving.cancel)
+    try:
+        server = await episode_server(env_id, **options)
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+    except asyncio.CancelledError:  # a stop signal: the lifespan has closed the episode
+        if serving.uncancel():
+            raise  # cancelled by something else too
+    finally:
+        for stop in (signal.SIGTERM, signal.SIGHUP):
+            loop.remove_signal_handler(stop)
 
