@@ -351,6 +351,31 @@ def test_over_http_in_both_protocol_eras(serve_mcp: Any, mode: str) -> None:
     assert served.episodes.sessions == {}
 
 
+def test_garbage_over_http_is_refused_and_the_server_carries_on(serve_mcp: Any) -> None:
+    served = serve_mcp()
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    bodies = [b"", b"not json", b"[]", b"{}", b"\xff\xfe", b'{"jsonrpc": "2.0"}',
+              b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": 7}',
+              b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": 7}}']
+    for body in bodies:
+        for version in (None, "2026-07-28", "2025-11-25", "1999-01-01"):
+            request = urllib.request.Request(served.url, data=body, method="POST", headers={
+                **headers, **({"MCP-Protocol-Version": version} if version else {})})
+            try:
+                with urllib.request.urlopen(request, timeout=30) as answer:
+                    status = answer.status
+            except urllib.error.HTTPError as refused:
+                status = refused.code
+                refused.close()
+            assert status < 500, (body, version, status)
+
+    async def main() -> None:
+        async with mcp.Client(served.url) as client:
+            assert (await episode(client, [SOLVE]))[1].structured_content["reward"] == 1.0
+
+    asyncio.run(main())
+
+
 def test_server_shutdown_closes_every_episode(serve_mcp: Any) -> None:
     before = host_state()
     served = serve_mcp()
