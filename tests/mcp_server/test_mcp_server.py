@@ -100,6 +100,10 @@ def test_a_client_that_leaves_mid_episode_leaves_no_sandbox(answer_tasks: str,
             assert not (await client.call_tool("bash", {"command": "ls /app"})).is_error
             assert host_state() - before  # the episode's sandbox runs
 
+        async with mcp.Client(server) as again:
+            late = await again.call_tool("bash", {"command": "ls"})
+            assert late.is_error and "its first client left" in text(late)
+
     asyncio.run(main())
     assert no_sandbox_left(before) == set()
 

@@ -53,7 +53,9 @@ UNKNOWN_EPISODE = ("no live episode {episode_id!r}: it ended (submit, a limit or
 class EpisodeHandles:
     """The episodes of one server of ``env_id`` (see the module's docstring); each episode's
     env is ``taskgym.make(env_id, **make_kwargs)``. A bad id or keyword raises
-    :class:`~taskgym.ConfigError` here. :attr:`server` is the MCP server."""
+    :class:`~taskgym.ConfigError` here. :attr:`server` is the MCP server. Its lifespan (the
+    idle reaper; every episode closed at its end) is the HTTP app's, or in process
+    (``mcp.Client(handles.server)``) one client connection's."""
 
     def __init__(self, env_id: str, *, max_episodes: int = 8,
                  max_episodes_per_client: int | None = None, max_starting: int = 2,

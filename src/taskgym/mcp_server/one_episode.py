@@ -50,17 +50,20 @@ async def episode_server(env_id: str, *, task_id: str | None = None, seed: int |
         await session.close()
         raise
     tools = list(session.env.unwrapped.tools)  # type: ignore[attr-defined]
-    by_name = {tool.name: mcp_tool(tool, handle=False) for tool in tools}
+    listed = [mcp_tool(tool, handle=False) for tool in tools]
     ended: dict[str, Any] = {}  # the episode's outcome, once it is over
 
     async def list_tools(ctx: ServerRequestContext[Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=list(by_name.values()))
+        return types.ListToolsResult(tools=listed)
 
     async def call_tool(ctx: ServerRequestContext[Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
         if ended:
             return error_result(ONE_EPISODE_OVER.format(summary=ended["summary"]), ended)
+        if session.closed:  # a client connected again after the first one left
+            return error_result(ONE_EPISODE_OVER.format(
+                summary="its first client left, which closed its sandbox ungraded"))
         if session.busy:
             return error_result("another call of this episode is running; wait for its result")
         try:
