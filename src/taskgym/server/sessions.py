@@ -14,7 +14,8 @@ import asyncio
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from taskgym.core.wrappers import TaskMethods
@@ -42,7 +43,21 @@ class Session:
         self.closed = False
         self.attached = False  # a WebSocket serves this session (see SessionPool.reap_idle)
         self.last_active = time.monotonic()
-        self.busy = False  # a reset or step is running
+        self.running = 0  # resets and steps under way, those waiting for a start slot too
+
+    @property
+    def busy(self) -> bool:
+        """A reset or step is under way (the idle reaper leaves the session alone)."""
+        return self.running > 0
+
+    @contextmanager
+    def _in_use(self) -> Iterator[None]:
+        self.running += 1
+        try:
+            yield
+        finally:
+            self.running -= 1
+            self.last_active = time.monotonic()
 
     async def reset(self, data: dict[str, Any]) -> dict[str, Any]:
         """Start an episode (``data``: see :data:`~taskgym.server.protocol.RESET_KEYS`)."""
@@ -60,12 +75,9 @@ class Session:
         options = dict(options)
         if task_id is not None:
             options["task_id"] = data["task_id"]
-        async with self.pool.start_slot():
-            self.busy = True
-            try:
+        with self._in_use():
+            async with self.pool.start_slot():
                 obs, info = await self.env.areset(seed=seed, options=options or None)
-            finally:
-                self.busy = False
         episode_id = data.get("episode_id")
         self.episode_id = str(episode_id) if episode_id is not None else uuid.uuid4().hex
         self.step_count, self.done = 0, False
@@ -74,11 +86,8 @@ class Session:
 
     async def step(self, action: Any) -> dict[str, Any]:
         """One step; anything the agent sends becomes an observation, never an exception."""
-        self.busy = True
-        try:
+        with self._in_use():
             obs, reward, terminated, truncated, info = await self.env.astep(action)
-        finally:
-            self.busy = False
         self.step_count += 1
         self.done = terminated or truncated
         self.last_active = time.monotonic()
