@@ -221,6 +221,7 @@ def test_a_planted_reward_file_through_the_loop_scores_zero(
 
 def test_a_no_verdict_episode_is_masked_out_not_scored(
         tmp_path: Path, tokenizer: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
     import torch
     from verl.trainer.ppo.core_algos import agg_loss, compute_grpo_outcome_advantage
 
@@ -238,23 +239,45 @@ def test_a_no_verdict_episode_is_masked_out_not_scored(
     # of the trajectory left to train on
     assert failed.reward_score == 0.0 and set(failed.response_mask) == {0}
     assert len(failed.response_ids) == len(graded.response_ids)
-    # through verl's own code: as_dict puts the score on the last token, GRPO gives the
-    # sample no advantage, and the loss aggregation leaves it out
-    rows = [graded.as_dict(), failed.as_dict()]
-    width = max(len(r["responses"]) for r in rows)
-    pad = [torch.nn.functional.pad(r["rm_scores"], (0, width - len(r["rm_scores"]))) for r in rows]
-    masks = [torch.nn.functional.pad(r["response_mask"], (0, width - len(r["response_mask"])))
-             for r in rows]
-    import numpy as np
-
-    advantages, _ = compute_grpo_outcome_advantage(
-        torch.stack(pad), torch.stack(masks).float(), np.array(["g", "g"], dtype=object))
+    # through verl's own worker code: the outputs padded and batched, the scores on each
+    # response's last token, and verl's reward loop never asked (it would make a score up)
+    batch = batched(trainer_config(tmp_path), tokenizer, [graded, failed])
+    scores, mask = batch.batch["rm_scores"], batch.batch["response_mask"]
+    assert scores.sum(-1).tolist() == [1.0, 0.0] and mask[1].sum() == 0 < mask[0].sum()
+    assert list(batch.non_tensor_batch["taskgym_verdict"]) == ["graded", "none"]
+    # GRPO gives the sample no advantage, and the loss aggregation leaves it out
+    advantages, _ = compute_grpo_outcome_advantage(scores, mask.float(),
+                                                   np.array(["g", "g"], dtype=object))
     assert torch.count_nonzero(advantages[1]) == 0 and torch.count_nonzero(advantages[0]) > 0
-    per_token = torch.ones(2, width)
+    per_token = torch.ones_like(scores)
     for mode in ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum"):
-        alone = agg_loss(per_token[:1], torch.stack(masks)[:1].float(), mode)
-        together = agg_loss(per_token, torch.stack(masks).float(), mode)
+        alone = agg_loss(per_token[:1], mask[:1].float(), mode)
+        together = agg_loss(per_token, mask.float(), mode)
         assert torch.isclose(alone, together), mode
+
+
+def batched(config: Any, tokenizer: Any, outputs: list[Any]) -> Any:
+    """``outputs`` as verl's AgentLoopWorker turns them into a training batch
+    (``_agent_loop_postprocess`` for each, then ``_postprocess``), with a reward-loop handle
+    that fails the test if asked for a score."""
+    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+
+    class NoRewardLoop:
+        class compute_score:  # noqa: N801 - a Ray method's shape: handle.compute_score.remote
+            @staticmethod
+            def remote(data: Any) -> Any:
+                raise AssertionError("verl's reward loop was asked to score a taskgym trajectory")
+
+    worker = AgentLoopWorker.__new__(AgentLoopWorker)  # its state, without its Ray setup
+    worker.config, worker.rollout_config = config, config.actor_rollout_ref.rollout
+    worker.tokenizer, worker.processor, worker.mm_processor_kwargs = tokenizer, None, {}
+    worker.reward_loop_worker_handles, worker.distillation_enabled = [NoRewardLoop()], False
+
+    async def postprocess() -> Any:
+        padded = [await worker._agent_loop_postprocess(o, False, raw_prompt=[]) for o in outputs]
+        return worker._postprocess(padded)
+
+    return asyncio.run(postprocess())
 
 
 def test_rows_pick_task_and_tools_and_the_invalid_call_cap_ends_the_episode(
