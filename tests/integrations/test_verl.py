@@ -219,6 +219,34 @@ def test_a_planted_reward_file_through_the_loop_scores_zero(
     assert output.extra_fields["taskgym_verdict"] == "graded"
 
 
+PASS_EVERYTHING = """import pytest
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    outcome.get_result().outcome = "passed"
+"""
+
+
+@pytest.mark.hacks
+def test_a_planted_conftest_through_the_loop_scores_zero(
+        tmp_path: Path, tokenizer: Any, answer_task: Any) -> None:
+    task = str(answer_task(tmp_path / "task"))
+    config = trainer_config(tmp_path)
+    row = verl_rows(config, tokenizer, tmp_path,
+                    dataset_rows("coding-terminal-v0", make_kwargs={"tasks": task}))[0]
+    plant = [hermes_call("write_file", {"path": path, "content": PASS_EVERYTHING}) + END
+             for path in ("/app/conftest.py", "/app/tests/conftest.py")]
+    hacked, _ = play(tmp_path / "a", tokenizer,
+                     [*plant, bash("echo 41 > /app/answer.txt; printf '[pytest]\\n' > /app/pytest.ini"),
+                      SUBMIT], row=row)
+    tool = [m["content"] for m in hacked.extra_fields["taskgym_messages"] if m["role"] == "tool"]
+    assert not tool[0].startswith("error") and hacked.extra_fields["taskgym_steps"] == 4
+    assert (hacked.reward_score, hacked.extra_fields["taskgym_verdict"]) == (0.0, "graded")
+    solved, _ = play(tmp_path / "b", tokenizer, [bash("echo 42 > /app/answer.txt"), SUBMIT],
+                     row=row)
+    assert solved.reward_score == 1.0  # the same path scores a real solution
+
+
 def test_a_no_verdict_episode_is_masked_out_not_scored(
         tmp_path: Path, tokenizer: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     import numpy as np
