@@ -14,6 +14,7 @@ do not skip.
 from __future__ import annotations
 
 import asyncio
+import copy
 import sys
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,7 @@ class ScriptedServer:
 
     def __init__(self, tokenizer: Any, replies: list[str]) -> None:
         self.tokenizer, self.replies = tokenizer, list(replies)
+        self.sampling: list[dict[str, Any]] = []
         self.prompts: list[list[int]] = []
         self.answers: list[list[int]] = []
 
@@ -67,6 +69,7 @@ class ScriptedServer:
         from verl.workers.rollout.replica import TokenOutput
 
         assert request_id and isinstance(sampling_params, dict)
+        self.sampling.append(dict(sampling_params))
         self.prompts.append(list(prompt_ids))
         text = self.replies[len(self.answers)] if len(self.answers) < len(self.replies) else "Done."
         ids = self.tokenizer.encode(text, add_special_tokens=False)
@@ -357,6 +360,17 @@ def test_limits_from_verls_config_and_the_unsubmitted_policy(
     # a reply with no call ends it too
     silent, _ = play(tmp_path / "c", tokenizer, ["Done." + END])
     assert silent.extra_fields["taskgym_ended"] == "no_tool_call"
+    # verl's glm format: read as taskgym's glm style, with verl's stop token for it
+    glm = copy.deepcopy(tokenizer)
+    glm.add_special_tokens({"additional_special_tokens": ["<|observation|>"]})
+    observation = glm.convert_tokens_to_ids("<|observation|>")
+    glm_call = ("<tool_call>bash\n<arg_key>command</arg_key>\n<arg_value>"
+                + WRITE.format(word="hello") + "</arg_value>\n</tool_call><|observation|>")
+    read, glm_server = play(tmp_path / "f", glm, [glm_call, "<tool_call>submit\n</tool_call>"],
+                            format="glm")
+    assert read.reward_score == 1.0 and read.extra_fields["taskgym_steps"] == 2
+    assert all(p["stop_token_ids"] == [observation] for p in glm_server.sampling)
+    assert "stop_token_ids" not in server.sampling[0]  # hermes: none
     # a format taskgym cannot read is refused when the loop is made
     with pytest.raises(Exception, match="seed"):
         play(tmp_path / "d", tokenizer, [SUBMIT], format="seed")

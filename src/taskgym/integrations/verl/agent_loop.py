@@ -20,12 +20,13 @@ from collections.abc import Mapping
 from typing import Any, cast
 from uuid import uuid4
 
-from verl.experimental.agent_loop.agent_loop import (  # type: ignore[import-not-found]
+from verl.experimental.agent_loop.agent_loop import (  # type: ignore[import-not-found, unused-ignore]
     AgentLoopBase,
     AgentLoopMetrics,
     AgentLoopOutput,
     register,
 )
+from verl.experimental.agent_loop.tool_parser import ToolParser  # type: ignore[import-not-found, unused-ignore]
 
 from taskgym.core.registry import make
 from taskgym.core.reward import RewardResult
@@ -51,7 +52,7 @@ NOT_OFFERED = "error: {name} is not one of the tools of this episode ({offered})
 
 
 @register(AGENT_NAME)
-class TaskgymAgentLoop(AgentLoopBase):  # type: ignore[misc]
+class TaskgymAgentLoop(AgentLoopBase):  # type: ignore[misc, unused-ignore]
     """One taskgym episode per trajectory (see the module's docstring and docs/trainers.md).
 
     Keyword arguments (from the agent-loop file's entry, :func:`write_agent_loop_config`):
@@ -78,6 +79,11 @@ class TaskgymAgentLoop(AgentLoopBase):  # type: ignore[misc]
         if style not in STYLES:
             raise ConfigError(f"style={style!r}: choose from {', '.join(STYLES)}")
         self.style = cast(ToolCallStyle, style)
+        try:  # the tokens after which verl's own parser for the format needs generation to stop
+            parser = ToolParser.get_tool_parser(str(multi_turn.format), self.tokenizer)
+            self.stop_token_ids: list[int] = list(parser.stop_token_ids)
+        except ValueError:  # a format verl has no parser for (the loop was given a style)
+            self.stop_token_ids = []
         self.unsubmitted = unsubmitted
         self.max_invalid_turns = int(max_invalid_turns)
         self.system_prompt = system_prompt
@@ -198,6 +204,10 @@ class _Trajectory:
 
     async def generate(self, sampling_params: dict[str, Any]) -> str:
         """The model's next reply, merged into the token stream with mask 1."""
+        stops = self.loop.stop_token_ids
+        if stops:  # as verl's ToolAgentLoop adds them
+            given = sampling_params.get("stop_token_ids") or []
+            sampling_params = {**sampling_params, "stop_token_ids": sorted({*given, *stops})}
         started = time.perf_counter()
         output = await self.loop.server_manager.generate(
             request_id=self.request_id, prompt_ids=self.prompt_ids,
