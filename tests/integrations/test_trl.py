@@ -15,16 +15,20 @@ fail; they do not skip.
 
 from __future__ import annotations
 
-import json
 import math
 import multiprocessing
 import os
 import pickle
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from trainer_kit import hermes_call, leftovers, train_tokenizer  # noqa: E402
 
 from taskgym.integrations import env_of
 from taskgym.integrations.trl import (
@@ -36,8 +40,6 @@ from taskgym.integrations.trl import (
     outcome_of,
     taskgym_metrics,
 )
-from taskgym.sandbox._cgroups import cgroup_parents
-from taskgym.sandbox.cleanup import runtime_root
 
 pytestmark = [
     pytest.mark.trl, pytest.mark.sandbox, pytest.mark.slow,
@@ -48,11 +50,6 @@ pytestmark = [
 
 HELLO = Path(__file__).parents[2] / "fixtures" / "coding" / "harbor-hello"
 FINANCE_TASK = "co0-01-lookup"  # its answer: 5,930 millions, page 6
-SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>"]
-
-
-def _call(name: str, arguments: dict[str, Any]) -> str:
-    return f'<tool_call>\n{json.dumps({"name": name, "arguments": arguments})}\n</tool_call>'
 
 
 def script(prompt: str, row: int) -> str:
@@ -63,39 +60,27 @@ def script(prompt: str, row: int) -> str:
     right = row % 2 == 0
     if "greeting.txt" in prompt:
         word = "hello" if right else "goodbye"
-        replies = [_call("bash", {"command": f"echo {word} > /app/greeting.txt && cat /app/greeting.txt"}),
-                   _call("submit", {}),
-                   _call("bash", {"command": "echo after the end"})]  # answered with AFTER_END
+        replies = [hermes_call("bash", {"command": f"echo {word} > /app/greeting.txt "
+                                                   "&& cat /app/greeting.txt"}),
+                   hermes_call("submit", {}),
+                   hermes_call("bash", {"command": "echo after the end"})]  # answered with AFTER_END
     else:
-        replies = [_call("submit", {"answer": "5,930" if right else "17", "unit": "millions",
-                                    "pages": ["annual-report-2025.pdf:6"]})]
+        replies = [hermes_call("submit", {"answer": "5,930" if right else "17",
+                                          "unit": "millions",
+                                          "pages": ["annual-report-2025.pdf:6"]})]
     return (replies[turn] if turn < len(replies) else "Done.") + "<|im_end|>"
 
 
 def tiny_model_and_tokenizer() -> tuple[Any, Any]:
-    import trl
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+    from transformers import Qwen2Config, Qwen2ForCausalLM
 
     corpus = [script(f"greeting.txt {'<tool_response>' * t}", r) for t in range(4) for r in range(2)]
     corpus += [script("finance", r) for r in range(2)]
     for factory in environment_factories(["coding-terminal-v0", "finance-pdf-v0"]).values():
         env_class = factory.environment_class()
         corpus += [m.__doc__ or "" for m in vars(env_class).values() if callable(m)]
-    corpus += ["You are Qwen, created by Alibaba Cloud. You are a helpful assistant.",
-               "# Tools\n\nYou may call one or more functions to assist with the user query.",
-               '{"type": "function", "function": {"name": "bash", "description": "Run a shell',
-               "Write the line `hello` into `/app/greeting.txt`. Answer from the annual report."]
-    bpe = Tokenizer(models.BPE(unk_token=None))
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    bpe.train_from_iterator(corpus * 3, trainers.BpeTrainer(
-        vocab_size=700, special_tokens=SPECIAL, show_progress=False,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|im_end|>",
-                                        pad_token="<|endoftext|>")
-    tokenizer.chat_template = (Path(trl.__file__).parent / "chat_templates" /
-                               "qwen2_5.jinja").read_text()
+    corpus += ["Write the line `hello` into `/app/greeting.txt`. Answer from the annual report."]
+    tokenizer = train_tokenizer(corpus)
 
     class ScriptedQwen2(Qwen2ForCausalLM):
         """Random weights; ``generate`` appends the scripted reply to each prompt."""
@@ -120,26 +105,6 @@ def tiny_model_and_tokenizer() -> tuple[Any, Any]:
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     return model, tokenizer
-
-
-def leftovers() -> dict[str, list[str]]:
-    """This process's sandboxes still alive: child processes, runtime folders, cgroups
-    (counted as tests/sandbox/test_cleanup.py counts them)."""
-    prefix = f"{os.getpid()}-"
-    children = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            fields = stat[stat.rindex(")") + 2:].split()
-            if int(fields[1]) == os.getpid() and fields[0] not in ("Z", "X"):
-                children.append(entry.name)
-    cgroups = [c.name for parent in cgroup_parents() if parent.is_dir() for c in parent.iterdir()
-               if c.is_dir() and c.name.startswith(prefix)]
-    dirs = [p.name for p in runtime_root().iterdir() if p.name.startswith(prefix)]
-    return {"processes": children, "runtime dirs": dirs, "cgroups": cgroups}
 
 
 @pytest.fixture(autouse=True)

@@ -13,6 +13,8 @@
 - :mod:`taskgym.integrations.trl`: TRL's ``environment_factory`` for any env id, with the
   episode policy, dataset builder and cleanup TRL needs (imported on its own: it is not
   re-exported here).
+- :mod:`taskgym.integrations.verl`: verl's agent loop (``"taskgym_agent"``, one env per
+  trajectory) and the parquet dataset that drives it (imported on its own, like ``trl``).
 
 This package sits above the core: it uses taskgym's public API and core, and nothing in
 the core imports it (``taskgym.parse_tool_calls`` is re-exported at the top).
