@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import taskgym
-from taskgym.core.checks import host_state, sleepers
+from taskgym.checks import host_state, sleepers
 from taskgym.core.shared_memory import SharedTexts, fit
 from taskgym.core.vector import TaskVectorEnv
 
