@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from taskgym.domains.finance.pdf_layout import Line, layout_text, page_lines, run_tables, whole_table
 from taskgym.errors import ConfigError, MissingDependencyError
 from taskgym.paths import cache_dir, write_atomic
-from taskgym.tools.pdf_layout import Line, layout_text, page_lines, run_tables, whole_table
 
 __all__ = ["Hit", "PdfDocument", "close_documents", "open_document"]
 

@@ -37,7 +37,7 @@ E = TypeVar("E", bound="TaskEnv")
 
 @dataclass(eq=False)
 class EpisodeSnapshot:
-    """A saved episode; see :mod:`taskgym.core.snapshot`. :meth:`close` frees its copy of
+    """A saved episode; see :mod:`taskgym.core.episode_snapshot`. :meth:`close` frees its copy of
     the workspace (done too when it is garbage-collected, and at exit)."""
 
     env_class: type[TaskEnv]
