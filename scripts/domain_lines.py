@@ -11,7 +11,9 @@ A domain's cost also holds the host-side modules of ``core/`` and ``tools/`` (ou
 :data:`MAX_SHARERS` of them, is counted against each of those domains (in full: an author who
 copies one of them gets all of it). The importers are read from the ``import`` statements of
 every module under ``src/taskgym`` (at any depth in the file, ``TYPE_CHECKING`` blocks too); an
-importer that is itself such a module passes on its own importers. A module that three or
+importer that is itself such a module passes on its own importers, and a package that only
+re-exports a name (``taskgym.tools``, a kit namespace) passes its use on to the module that
+defines it. A module that three or
 more domains import, or that anything outside the domains imports (core's env, the CLI, the
 evaluation), is shared machinery and counted against none.
 
@@ -41,7 +43,7 @@ counted against each of them: CAD and mesh share their worker, and it is the cos
 OVER_BUDGET: dict[str, int] = {
     "cad": 759,
     "coding": 835,
-    "finance": 1041,
+    "finance": 1032,
     "game": 345,
     "mesh": 716,
 }
@@ -65,23 +67,76 @@ def module_name(src: Path, path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imported_modules(src: Path, path: Path, known: set[str]) -> set[str]:
-    """The ``known`` modules ``path`` imports: ``from a import b`` names module ``a.b`` when
-    there is one, else ``a``; relative imports are resolved against ``path``'s package."""
-    name = module_name(src, path)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_bytes(), filename=str(path))):
+@dataclass(frozen=True)
+class Import:
+    """One name an import statement takes: from ``module`` (resolved), ``name`` (``None`` for a
+    whole module), bound as ``bound``; ``top`` when the statement is at the module's top level."""
+
+    module: str
+    name: str | None
+    bound: str
+    top: bool
+
+
+def read_imports(src: Path, path: Path) -> tuple[list[Import], set[str], set[str]]:
+    """``path``'s imports of ``taskgym`` (relative ones resolved against its package), the
+    names its ``__all__`` lists, and the names its code reads."""
+    me = module_name(src, path)
+    package = me if path.name == "__init__.py" else me.rpartition(".")[0]
+    tree = ast.parse(path.read_bytes(), filename=str(path))
+    top = {id(node) for node in tree.body}
+    imports: list[Import] = []
+    exported: set[str] = set()
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
+            imports += [Import(a.name, None, a.asname or a.name.partition(".")[0], id(node) in top)
+                        for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([node.module] if node.module else []))
-            found.update(f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
-                         for alias in node.names)
-    return found & known
+            imports += [Import(base, a.name, a.asname or a.name, id(node) in top)
+                        for a in node.names]
+        elif (isinstance(node, ast.Assign) and id(node) in top
+              and any(isinstance(x, ast.Name) and x.id == "__all__" for x in node.targets)
+              and isinstance(node.value, ast.List | ast.Tuple)):
+            exported |= {e.value for e in node.value.elts if isinstance(e, ast.Constant)}
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return [i for i in imports if i.module.split(".")[0] == "taskgym"], exported, read
+
+
+def import_graph(src: Path, files: dict[str, Path]) -> dict[str, set[str]]:
+    """Per module, the modules that import it. A package's ``__init__`` that re-exports a name
+    (imports it at its top level, lists it in ``__all__`` and does not use it itself) is no
+    user of it: whoever takes the name through the package uses the module that defines it,
+    so a kit namespace hides nobody's code."""
+    read = {name: read_imports(src, path) for name, path in files.items()}
+    reexports: dict[str, dict[str, tuple[str, str | None]]] = {}
+    for name, path in files.items():
+        imports, exported, used = read[name]
+        if path.name == "__init__.py":
+            reexports[name] = {i.bound: (i.module, i.name) for i in imports
+                               if i.top and i.bound in exported and i.bound not in used}
+
+    def resolve(module: str, name: str | None, depth: int = 0) -> str:
+        if name is None or f"{module}.{name}" in files:
+            return module if name is None else f"{module}.{name}"
+        source = reexports.get(module, {}).get(name)
+        if source is not None and depth < 20:
+            return resolve(*source, depth + 1)
+        return module
+
+    importers: dict[str, set[str]] = {}
+    for name, (imports, _, _) in read.items():
+        passed_on = reexports.get(name, {})
+        for i in imports:
+            if passed_on.get(i.bound) == (i.module, i.name):
+                continue
+            target = resolve(i.module, i.name)
+            if target in files and target != name:
+                importers.setdefault(target, set()).add(name)
+    return importers
 
 
 def domain_of(module: str) -> str | None:
@@ -130,12 +185,7 @@ def users(importers: dict[str, set[str]], candidates: Iterable[str]) -> dict[str
 def domain_lines(src: Path = SRC) -> dict[str, DomainCount]:
     """Every domain's count under ``src`` (the folder holding the ``taskgym`` package)."""
     files = {module_name(src, p): p for p in sorted((src / "taskgym").rglob("*.py"))}
-    known = set(files)
-    importers: dict[str, set[str]] = {}
-    for name, path in files.items():
-        for target in imported_modules(src, path, known):
-            if target != name:
-                importers.setdefault(target, set()).add(name)
+    importers = import_graph(src, files)
     domains = src / "taskgym" / "domains"
     counts = {d.name: DomainCount({p.relative_to(d).as_posix(): count(p) for p in host_files(d)})
               for d in sorted(domains.iterdir()) if (d / "__init__.py").is_file()}

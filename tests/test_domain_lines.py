@@ -59,12 +59,20 @@ def test_core_and_tools_modules_only_one_or_two_domains_use_count_against_them(
         "domains/b/env.py": "def make():\n    from ...tools.pair import y\n    import taskgym.core.three\n",
         "domains/c/__init__.py": "",
         "domains/c/generators/__init__.py": "from taskgym.core import three\n",
+        # a kit namespace re-exports what it does not use: it hides nobody's code
+        "kit/__init__.py": ("from taskgym.tools.only_d import D\nfrom taskgym.core.used import U\n"
+                            "__all__ = ['D', 'U']\nDEFAULT = U()\n"),
+        "tools/only_d.py": "class D:\n    pass\n",  # 2 lines, d's through the kit
+        "core/used.py": "class U:\n    pass\n",  # the kit itself uses it: shared
+        "domains/d/__init__.py": "",
+        "domains/d/env.py": "from taskgym.kit import D, U\n",
     })
     counts = lines.domain_lines(tmp_path)
     assert counts["a"].borrowed == {"core/only_a.py": 2, "core/helper.py": 3, "tools/pair.py": 4}
     assert counts["a"].total == 3 + 9
     assert counts["b"].borrowed == {"tools/pair.py": 4}
     assert counts["c"].borrowed == {} and counts["c"].total == 0
+    assert counts["d"].borrowed == {"tools/only_d.py": 2}
 
 
 def test_max_fails_above_it_and_a_known_overrun_only_when_it_grows(tmp_path: Path) -> None:
