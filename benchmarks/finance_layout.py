@@ -28,7 +28,7 @@ from _common import ROOT, load_note  # noqa: E402
 
 os.environ["TASKGYM_CACHE"] = tempfile.mkdtemp(prefix="taskgym-bench-layout-")
 
-from taskgym.tools.pdf import open_document  # noqa: E402
+from taskgym.domains.finance.pdf import open_document  # noqa: E402
 
 NUMBER = re.compile(r"\d(?:[\d,.]*\d)?")
 FIGURE = re.compile(r"[\s$€£()\d.,%*\u2014\u2013-]*\d[\s$€£()\d.,%*\u2014\u2013-]*")

@@ -26,9 +26,9 @@ CACHE = tempfile.mkdtemp(prefix="taskgym-bench-finance-")
 os.environ["TASKGYM_CACHE"] = CACHE
 
 import taskgym  # noqa: E402
+from taskgym.domains.finance import pdf as document_cache  # noqa: E402
 from taskgym.domains.finance.generators import build_filings, write_task  # noqa: E402
 from taskgym.domains.finance.generators.questions import all_questions  # noqa: E402
-from taskgym.tools import pdf as document_cache  # noqa: E402
 
 
 def timed(fn: object, *args: object) -> float:

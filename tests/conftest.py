@@ -15,7 +15,7 @@ import pytest
 # built by the code under test, not reused from an earlier run
 os.environ.setdefault("TASKGYM_CACHE", tempfile.mkdtemp(prefix="taskgym-test-cache-"))
 
-from taskgym.core import checks  # noqa: E402
+from taskgym import checks  # noqa: E402
 from taskgym.evaluation import EpisodeRecord  # noqa: E402
 from taskgym.sandbox import Backend  # noqa: E402
 from taskgym.sandbox.local import LocalBackend  # noqa: E402

@@ -1,6 +1,6 @@
 """Fuzzing step(): thousands of garbage actions per env, on each backend, never raise.
 
-The actions come from :func:`taskgym.core.fuzz.garbage_actions` (the same generator
+The actions come from :func:`taskgym.fuzz.garbage_actions` (the same generator
 ``check_task_env`` uses). Most are refused at parse time; a sample are well-typed calls with
 odd text and extreme numbers that really run the tools, ``submit`` included. After the
 garbage, a real command must still run.
@@ -21,10 +21,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import taskgym
-from taskgym.core.checks import host_state
-from taskgym.core.fuzz import fuzz_env, garbage_actions
+from taskgym.checks import host_state
 from taskgym.core.spaces import ToolCallSpace
 from taskgym.core.tool import ActionError, ToolCall, parse_action
+from taskgym.fuzz import fuzz_env, garbage_actions
 from taskgym.sandbox import Backend
 from taskgym.sandbox.local import LocalBackend
 from taskgym.sandbox.plans import drive_plans

@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import taskgym
-from taskgym.core.checks import host_state, sleepers
+from taskgym.checks import host_state, sleepers
 from taskgym.core.shared_memory import SharedTexts, fit
 from taskgym.core.vector import TaskVectorEnv
 
@@ -179,10 +179,12 @@ def test_native_vector_env_conventions() -> None:
         # the step limit truncates (and grades) like a single env's
         obs, reward, terminated, truncated, info = venv.step((echo("c"), echo("d")))
         assert list(truncated) == [True, False] and "step limit" in obs["text"][0]
-        with pytest.raises(ValueError, match="1 actions for 2 sub-envs"):
+        with pytest.raises(taskgym.ConfigError, match="1 actions for 2 sub-envs"):
             venv.step((echo("e"),))
-        with pytest.raises(ValueError, match="3 seeds for 2 sub-envs"):
+        with pytest.raises(taskgym.ConfigError, match="3 seeds for 2 sub-envs"):
             venv.reset(seed=[1, 2, 3])
+        with pytest.raises(taskgym.ConfigError, match=r"reset_mask'\] must be a numpy bool"):
+            venv.reset(options={"reset_mask": np.array([False, False])})
         assert venv.get_attr("render_mode") == (None, None)
         assert all(0 < left <= 3600 for left in venv.call("remaining_seconds"))
     finally:
@@ -208,9 +210,9 @@ def test_same_step_autoreset_reports_the_final_observation() -> None:
 def test_unknown_ids_and_bad_sizes_are_clear_errors() -> None:
     with pytest.raises(taskgym.UnknownEnvError, match="Did you mean 'coding-terminal-v0'"):
         taskgym.make_vec("coding-terminl-v0", num_envs=2)
-    with pytest.raises(ValueError, match="at least one sub-env"):
+    with pytest.raises(taskgym.ConfigError, match="at least one sub-env"):
         TaskVectorEnv(ENV_ID, num_envs=0)
-    with pytest.raises(ValueError, match="max_workers=0"):
+    with pytest.raises(taskgym.ConfigError, match="max_workers=0"):
         TaskVectorEnv(ENV_ID, num_envs=2, max_workers=0)
 
 
@@ -255,7 +257,7 @@ def test_the_capacity_comes_from_the_buffer_a_worker_writes_into() -> None:
     memory = create_shared_memory(made, n=2)
     write_to_shared_memory(other, 1, {"text": "x" * 5000}, memory)
     assert len(read_from_shared_memory(made, memory, n=2)["text"][1]) <= 4096
-    with pytest.raises(ValueError, match="at least 1024"):
+    with pytest.raises(taskgym.ConfigError, match="at least 1024"):
         taskgym.UnicodeText(shared_memory_bytes=100)
 
 
@@ -497,5 +499,5 @@ def test_an_interrupt_on_the_loop_leaves_no_step_running(
 
 
 def test_an_unknown_stepping_is_a_clear_error() -> None:
-    with pytest.raises(ValueError, match="stepping='fibers': choose one of threads, loop"):
+    with pytest.raises(taskgym.ConfigError, match="stepping='fibers': choose one of threads, loop"):
         TaskVectorEnv(ENV_ID, 2, stepping="fibers")

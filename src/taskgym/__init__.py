@@ -9,8 +9,8 @@ obs, reward, terminated, truncated, info = env.step({"tool": "bash", "args": {"c
 """
 
 from taskgym import rollouts
+from taskgym.checks import check_task_env
 from taskgym.core import shared_memory as _shared_memory  # noqa: F401  (registers UnicodeText's)
-from taskgym.core.checks import check_task_env
 from taskgym.core.env import TaskEnv
 from taskgym.core.registry import list_envs, make, make_vec, register
 from taskgym.core.reward import FailureClass, RewardResult, Verdict
@@ -26,7 +26,6 @@ from taskgym.errors import (
     NoVerdictError,
     SandboxError,
     SandboxLostError,
-    SandboxTimeout,
     SandboxUnavailableError,
     TaskgymError,
     TaskNotFoundError,
@@ -53,7 +52,6 @@ __all__ = [
     "RewardResult",
     "SandboxError",
     "SandboxLostError",
-    "SandboxTimeout",
     "SandboxUnavailableError",
     "Task",
     "TaskEnv",

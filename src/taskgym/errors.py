@@ -11,7 +11,6 @@ TaskgymError
 │   ├── SandboxUnavailableError         this backend cannot run on this machine
 │   ├── HostResourceError               the host ran out of descriptors, processes or memory
 │   ├── SandboxLostError                a sandbox was taken away from outside (killed, engine gone)
-│   ├── SandboxTimeout(TimeoutError)    a sandbox operation ran past its deadline
 │   ├── SandboxTextError(ConfigError)   text a sandbox cannot carry (a NUL, a lone surrogate)
 │   ├── SandboxPathError(ConfigError)   a path the file tools refuse (outside, a link, a fifo)
 │   └── SandboxFileError(OSError)       a file operation of the sandbox failed (missing, full)
@@ -19,10 +18,14 @@ TaskgymError
     └── NoVerdictError                  an episode ended with no verdict (make(on_no_verdict="raise"))
 ```
 
-Each message says what to do about it.
+Each message says what to do about it. An optional import is one block (:func:`needs_extra`)
+whose ``ImportError`` becomes a :class:`MissingDependencyError` naming the extra to install.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 __all__ = [
     "ConfigError",
@@ -35,12 +38,12 @@ __all__ = [
     "SandboxLostError",
     "SandboxPathError",
     "SandboxTextError",
-    "SandboxTimeout",
     "SandboxUnavailableError",
     "TaskNotFoundError",
     "TaskgymError",
     "UnknownEnvError",
     "VerifierError",
+    "needs_extra",
 ]
 
 
@@ -97,10 +100,6 @@ class SandboxLostError(SandboxError):
     verdict)."""
 
 
-class SandboxTimeout(SandboxError, TimeoutError):
-    """A sandbox operation did not finish before its deadline."""
-
-
 class SandboxTextError(SandboxError, ConfigError):
     """A command, path or variable holds what no shell or file system takes: a NUL character,
     or a lone surrogate (``"\\ud800"``; ``\\udc80``-``\\udcff`` stand for raw bytes and pass)."""
@@ -122,7 +121,8 @@ class SandboxFileError(SandboxError, OSError):
 
 
 class VerifierError(TaskgymError, RuntimeError):
-    """Grading failed for a reason other than the agent's work."""
+    """Grading failed for a reason other than the agent's work. Raised as its one subclass,
+    :class:`NoVerdictError`; catch this to catch every failure of the grading side."""
 
 
 class NoVerdictError(VerifierError):
@@ -137,3 +137,23 @@ class NoVerdictError(VerifierError):
         self.failure = failure
         self.reason = reason
         self.result = result
+
+
+@contextmanager
+def needs_extra(what: str, extra: str) -> Iterator[None]:
+    """Optional imports: an ``ImportError`` raised in the block becomes a
+    :class:`MissingDependencyError` naming the module that is missing and taskgym's ``extra``
+    that installs it (a :class:`MissingDependencyError` passes unchanged)::
+
+        with needs_extra("RemoteEnv", "serve"):
+            import websockets
+        # MissingDependencyError: RemoteEnv needs websockets: pip install 'taskgym[serve]'
+    """
+    try:
+        yield
+    except MissingDependencyError:
+        raise
+    except ImportError as exc:
+        missing = exc.name or "a module that is not installed"
+        raise MissingDependencyError(
+            f"{what} needs {missing}: pip install 'taskgym[{extra}]'") from exc

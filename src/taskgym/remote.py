@@ -19,7 +19,7 @@ from typing import Any
 import gymnasium as gym
 
 from taskgym.core.spaces import UnicodeText
-from taskgym.errors import ConfigError, MissingDependencyError, TaskgymError
+from taskgym.errors import ConfigError, TaskgymError, needs_extra
 
 __all__ = ["RemoteEnv", "RemoteError"]
 
@@ -34,11 +34,8 @@ class RemoteError(TaskgymError):
 
 
 def _websockets() -> Any:
-    try:
+    with needs_extra("RemoteEnv", "serve"):
         import websockets
-    except ImportError as exc:
-        raise MissingDependencyError("RemoteEnv needs the serve extra (websockets): "
-                                     "pip install 'taskgym[serve]'") from exc
     return websockets
 
 

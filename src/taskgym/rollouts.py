@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from taskgym.core.env import TaskEnv
+from taskgym.core.episode_snapshot import fork_env, snapshot_env
 from taskgym.core.registry import make
 from taskgym.core.replay import CacheStats, cache_stats, clear_cache, set_cache_size
-from taskgym.core.snapshot import fork_env, snapshot_env
 from taskgym.errors import ConfigError
 
 __all__ = ["CacheStats", "clear_replay_cache", "group", "replay_cache_stats",

@@ -20,10 +20,10 @@ from taskgym.domains.coding import CodingEnv
 from taskgym.errors import (
     ConfigError,
     MissingDependencyError,
+    NoVerdictError,
     SandboxError,
     SandboxFileError,
     SandboxPathError,
-    SandboxTimeout,
     SandboxUnavailableError,
     TaskgymError,
     TaskNotFoundError,
@@ -262,10 +262,10 @@ def test_unregistered_after_cleanup():
     (MissingDependencyError, (TaskgymError, ImportError)),
     (SandboxError, (TaskgymError, RuntimeError)),
     (SandboxUnavailableError, (SandboxError, TaskgymError, RuntimeError)),
-    (SandboxTimeout, (SandboxError, TimeoutError, OSError, TaskgymError)),
     (SandboxPathError, (SandboxError, ConfigError, ValueError, TaskgymError)),
     (SandboxFileError, (SandboxError, OSError, TaskgymError)),
     (VerifierError, (TaskgymError, RuntimeError)),
+    (NoVerdictError, (VerifierError, TaskgymError, RuntimeError)),
 ])
 def test_error_hierarchy(error, bases):
     for base in bases:
@@ -288,9 +288,10 @@ def test_key_errors_do_not_quote_their_message():
 
 
 def test_errors_are_exported():
-    for name in ("ConfigError", "UnknownEnvError", "TaskNotFoundError", "SandboxTimeout",
-                 "TaskgymError", "VerifierError"):
+    for name in ("ConfigError", "UnknownEnvError", "TaskNotFoundError", "TaskgymError",
+                 "VerifierError", "NoVerdictError"):
         assert getattr(taskgym, name) is getattr(taskgym.errors, name)
+    assert not hasattr(taskgym, "SandboxTimeout")  # never raised: gone from the API (0.1)
 
 
 # -- clear errors at make and reset (no sandbox starts) ---------------------------------------

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 import taskgym
-from taskgym.core.checks import host_state
+from taskgym.checks import host_state
 from taskgym.core.env import TaskEnv
 from taskgym.sandbox import Backend, SandboxSpec, Session
 from taskgym.sandbox.spares import Spares

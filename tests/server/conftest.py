@@ -1,5 +1,5 @@
 """A real ``taskgym serve`` app on uvicorn, on 127.0.0.1 and a free port, in a thread of the
-test process (so :func:`taskgym.core.checks.host_state` sees its sandboxes)."""
+test process (so :func:`taskgym.checks.host_state` sees its sandboxes)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from websockets.sync.client import connect
 
-from taskgym.core.checks import host_state
+from taskgym.checks import host_state
 
 pytestmark = [pytest.mark.sandbox]
 

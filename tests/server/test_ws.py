@@ -17,7 +17,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection
 
 import taskgym
-from taskgym.core.checks import host_state
+from taskgym.checks import host_state
 
 pytestmark = [pytest.mark.sandbox]
 

@@ -217,7 +217,7 @@ def cmd_images_build(args: argparse.Namespace) -> int:
 
 def cmd_task_check(args: argparse.Namespace) -> int:
     import taskgym
-    from taskgym.core.checks import oracle_then_null
+    from taskgym.checks import oracle_then_null
 
     env = taskgym.make(args.env, tasks=args.path, sandbox=args.sandbox)
     base = env.unwrapped

@@ -67,7 +67,7 @@ from taskgym.sandbox.warm_leases import Lease, release_dropped
 if TYPE_CHECKING:
     from typing import Self
 
-    from taskgym.core.snapshot import EpisodeSnapshot
+    from taskgym.core.episode_snapshot import EpisodeSnapshot
 
 __all__ = ["Observation", "StepResult", "TaskEnv"]
 
@@ -414,13 +414,13 @@ class TaskEnv(EnvStepping, gym.Env[Observation, Any], abc.ABC):
                 old.close()
         lease.expect()
 
-    # -- snapshots and forks (taskgym.core.snapshot, taskgym.core.replay) ---------------
+    # -- snapshots and forks (taskgym.core.episode_snapshot, taskgym.core.replay) -------
     def snapshot(self) -> EpisodeSnapshot:
         """Save the running episode: workspace, shell state, task, steps, time used,
         limits, transcript, ``np_random`` and the domain's state (:meth:`episode_state`).
         Background processes are listed in ``snap.session.background``, not carried.
         Raises :class:`SandboxError` when no episode is running or it is over."""
-        from taskgym.core.snapshot import snapshot_env
+        from taskgym.core.episode_snapshot import snapshot_env
 
         return snapshot_env(self)
 
@@ -428,7 +428,7 @@ class TaskEnv(EnvStepping, gym.Env[Observation, Any], abc.ABC):
         """Replace the current episode (if any) by the saved one, in a fresh sandbox; its
         deadline is now plus the time that was left. ``snap`` is unchanged (restore it again
         at will). Raises :class:`ConfigError` for a snapshot of another env class."""
-        from taskgym.core.snapshot import restore_env
+        from taskgym.core.episode_snapshot import restore_env
 
         restore_env(self, snap)
 
@@ -436,7 +436,7 @@ class TaskEnv(EnvStepping, gym.Env[Observation, Any], abc.ABC):
         """``n`` independent envs of this class and configuration (made with this env's
         constructor arguments), each at this episode's current state in its own sandbox,
         with its own limits and grading. This episode goes on unchanged."""
-        from taskgym.core.snapshot import fork_env
+        from taskgym.core.episode_snapshot import fork_env
 
         return fork_env(self, n)
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from taskgym.core.snapshot import EpisodeSnapshot, restore_env, snapshot_env
+from taskgym.core.episode_snapshot import EpisodeSnapshot, restore_env, snapshot_env
 from taskgym.errors import ConfigError
 from taskgym.sandbox.config import whole_number_env
 

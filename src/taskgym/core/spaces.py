@@ -12,6 +12,7 @@ from gymnasium import spaces
 from pydantic import BaseModel
 
 from taskgym.core.tool import ActionError, Tool, ToolResult, parse_action
+from taskgym.errors import ConfigError
 
 __all__ = ["SHARED_TEXT_BYTES", "ToolCallSpace", "UnicodeText"]
 
@@ -35,8 +36,8 @@ class UnicodeText(spaces.Space[str]):
     def __init__(self, max_length: int = 10_000_000, seed: int | np.random.Generator | None = None,
                  shared_memory_bytes: int = SHARED_TEXT_BYTES):
         if shared_memory_bytes < 1024:
-            raise ValueError(f"shared_memory_bytes={shared_memory_bytes}: at least 1024, so that "
-                             "the note on a cut string fits")
+            raise ConfigError(f"shared_memory_bytes={shared_memory_bytes}: give at least 1024, so "
+                              "that the note on a cut string fits")
         self.max_length = max_length
         self.shared_memory_bytes = min(shared_memory_bytes, max(1024, 4 * max_length))
         super().__init__(shape=None, dtype=None, seed=seed)

@@ -37,6 +37,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
 from taskgym.core.vector_stepping import LoopStepper, Step, Threads
+from taskgym.errors import ConfigError
 
 __all__ = ["TaskVectorEnv"]
 
@@ -73,11 +74,13 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
         from taskgym.core.registry import make  # the registry names this class: import late
 
         if num_envs < 1:
-            raise ValueError(f"num_envs={num_envs}: a vector env needs at least one sub-env")
+            raise ConfigError(f"num_envs={num_envs}: a vector env needs at least one sub-env; "
+                              "give num_envs=1 or more")
         if max_workers is not None and max_workers < 1:
-            raise ValueError(f"max_workers={max_workers}: at least 1 (or None: one per sub-env)")
+            raise ConfigError(f"max_workers={max_workers}: give at least 1 (or None: one per "
+                              "sub-env)")
         if stepping is not None and stepping not in STEPPING:
-            raise ValueError(f"stepping={stepping!r}: choose one of {', '.join(STEPPING)}")
+            raise ConfigError(f"stepping={stepping!r}: choose one of {', '.join(STEPPING)}")
         self.autoreset_mode = AutoresetMode(autoreset_mode)
         self.num_envs = num_envs
         self.envs: list[gym.Env[Any, Any]] = []
@@ -135,8 +138,8 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
         """One action per sub-env (a tuple or list of ``num_envs`` actions), stepped at once."""
         batch = list(iterate(self.action_space, actions))
         if len(batch) != self.num_envs:
-            raise ValueError(f"{len(batch)} actions for {self.num_envs} sub-envs: give one "
-                             "action per sub-env")
+            raise ConfigError(f"{len(batch)} actions for {self.num_envs} sub-envs: give one "
+                              "action per sub-env")
         stepped = self._step_on_loop(batch)
         if stepped is None:
             calls = [self._step_call(i, action) for i, action in enumerate(batch)]
@@ -176,8 +179,8 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
             return [int(seed) + i for i in range(self.num_envs)]
         seeds = list(seed)
         if len(seeds) != self.num_envs:
-            raise ValueError(f"{len(seeds)} seeds for {self.num_envs} sub-envs: give one per "
-                             "sub-env, an int, or None")
+            raise ConfigError(f"{len(seeds)} seeds for {self.num_envs} sub-envs: give one per "
+                              "sub-env, an int, or None")
         return seeds
 
     def _reset_mask(self, mask: Any) -> np.ndarray:
@@ -185,8 +188,8 @@ class TaskVectorEnv(gym.vector.VectorEnv[dict[str, Any], tuple[Any, ...], np.nda
             return np.ones(self.num_envs, dtype=np.bool_)
         if not (isinstance(mask, np.ndarray) and mask.dtype == np.bool_
                 and mask.shape == (self.num_envs,) and mask.any()):
-            raise ValueError(f"options['reset_mask'] must be a numpy bool array of shape "
-                             f"({self.num_envs},) with at least one True")
+            raise ConfigError(f"options['reset_mask'] must be a numpy bool array of shape "
+                              f"({self.num_envs},) with at least one True")
         return mask
 
     def _reset_call(self, i: int, seed: int | None, options: dict[str, Any]

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from taskgym.core.registry import make
 from taskgym.core.reward import RewardResult
-from taskgym.errors import ConfigError, MissingDependencyError
+from taskgym.errors import ConfigError, needs_extra
 from taskgym.integrations.chat_history import AFTER_END, ChatHistory, openai_tool_call
 from taskgym.integrations.tool_calls import ToolCallStyle, parse_tool_calls
 
@@ -137,11 +137,8 @@ async def run_episode(env_id: str, *, base_url: str, model: str, task: str | Non
 
 
 def _import_httpx() -> Any:
-    try:
+    with needs_extra("run_episode (the endpoint's client)", "endpoint"):
         import httpx
-    except ImportError as exc:
-        raise MissingDependencyError("run_episode talks to the endpoint with httpx: "
-                                     "pip install 'taskgym[endpoint]'") from exc
     return httpx
 
 

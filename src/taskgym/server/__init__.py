@@ -10,14 +10,10 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from taskgym.errors import ConfigError, MissingDependencyError
+from taskgym.errors import ConfigError, needs_extra
 
-try:
+with needs_extra("taskgym serve", "serve"):
     from taskgym.server.app import create_app
-except ImportError as exc:  # pragma: no cover - depends on the install
-    raise MissingDependencyError(
-        f"taskgym serve needs the serve extra ({exc.name} is missing): "
-        "pip install 'taskgym[serve]'") from exc
 
 __all__ = ["create_app", "is_loopback", "require_token", "serve"]
 

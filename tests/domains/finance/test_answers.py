@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from taskgym.core.answers import parse_answer
+from taskgym.domains.finance.answer_text import parse_answer
 from taskgym.domains.finance.answers import SCALES, Evidence, GoldAnswer, grade
-from taskgym.tools.pdf_tools import cited_pages as parse_pages
+from taskgym.domains.finance.pdf_tools import cited_pages as parse_pages
 
 MILLIONS = GoldAnswer(kind="number", value=1234, scale="millions", display="$1,234 million",
                       evidence=(Evidence(document="a.pdf", page=5),))

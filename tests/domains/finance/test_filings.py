@@ -13,7 +13,7 @@ import pytest
 from taskgym.domains.finance.generators import build_filings
 from taskgym.domains.finance.generators.company import make_company
 from taskgym.domains.finance.generators.content import debt_maturities
-from taskgym.tools.pdf import open_document
+from taskgym.domains.finance.pdf import open_document
 
 SRC = Path(__file__).resolve().parents[3] / "src"
 
@@ -113,7 +113,7 @@ def test_extract_tables_returns_whole_statement_rows_in_every_layout(tmp_path: P
 
 def test_a_second_process_reads_the_parsed_text_from_the_disk_cache(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from taskgym.tools import pdf as documents
+    from taskgym.domains.finance import pdf as documents
 
     filings = build_filings("cache-check", quarterly=False)
     name, rendered = filings.documents["annual"]

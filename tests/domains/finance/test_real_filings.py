@@ -17,13 +17,13 @@ from taskgym.core.task import load_task
 from taskgym.core.tool import Tool
 from taskgym.domains.finance.answers import GoldAnswer
 from taskgym.domains.finance.env import documents_of
+from taskgym.domains.finance.pdf import open_document
+from taskgym.domains.finance.pdf_tools import SearchArgs
 from taskgym.domains.finance.tools import finance_tools
 from taskgym.errors import ConfigError
 from taskgym.evaluation import EpisodeRecord
 from taskgym.paths import envs_dir
 from taskgym.sandbox import Session
-from taskgym.tools.pdf import open_document
-from taskgym.tools.pdf_tools import SearchArgs
 
 FILINGS = envs_dir() / "finance-pdf-v0" / "filings"
 NUMBER = re.compile(r"\d(?:[\d,.]*\d)?")

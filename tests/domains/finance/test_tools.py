@@ -11,9 +11,9 @@ import pytest
 
 import taskgym
 from taskgym.domains.finance import load_gold
+from taskgym.domains.finance.pdf_tools import InfoArgs
 from taskgym.domains.finance.tools import finance_tools
 from taskgym.sandbox import Session
-from taskgym.tools.pdf_tools import InfoArgs
 
 pytestmark = pytest.mark.sandbox
 

@@ -14,8 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from taskgym.core.grading import grader_report, grader_spec
 from taskgym.core.reward import RewardResult
+from taskgym.core.sandboxed_grader import grader_report, grader_spec
 from taskgym.core.task import Task, source_version
 from taskgym.domains.cad.settings import CadSettings, reference_file
 from taskgym.errors import ConfigError, GraderDependencyError

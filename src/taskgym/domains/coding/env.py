@@ -8,13 +8,13 @@ from typing import Any
 from taskgym.core.env import TaskEnv
 from taskgym.core.preflight import PYTEST, PYTHON3, GraderNeeds, Requirement, own_image_fix
 from taskgym.core.reward import RewardResult
-from taskgym.core.solutions import oracle_plan, solution_mount
 from taskgym.core.task import Task
 from taskgym.core.task_layouts import step_dir
-from taskgym.core.task_steps import StepRun, prepare_step
 from taskgym.core.tool import Tool, ToolResult
 from taskgym.core.workspace import task_workspace
 from taskgym.domains.coding.script_needs import cached_script_needs, refuse_unloaded_plugins
+from taskgym.domains.coding.solutions import oracle_plan, solution_mount
+from taskgym.domains.coding.task_steps import StepRun, prepare_step
 from taskgym.domains.coding.verifier import grader_mode, verify_session
 from taskgym.errors import ConfigError, TaskgymError
 from taskgym.sandbox import SandboxSpec, Session
@@ -54,7 +54,7 @@ class CodingEnv(TaskEnv):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[dict[str, str], dict[str, Any]]:
         """As :meth:`TaskEnv.reset`; a multi-step task starts at its first step (its files
-        copied in and its setup run; see :mod:`taskgym.core.task_steps`)."""
+        copied in and its setup run; see :mod:`taskgym.domains.coding.task_steps`)."""
         obs, info = super().reset(seed=seed, options=options)
         assert self.task is not None
         self._step_run = None

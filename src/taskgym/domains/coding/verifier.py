@@ -16,8 +16,8 @@ from typing import Any
 
 from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task
-from taskgym.core.task_steps import copy_tests
 from taskgym.core.verdicts import grader_verdict
+from taskgym.domains.coding.task_steps import copy_tests
 from taskgym.errors import ConfigError
 from taskgym.sandbox import Backend, SandboxSpec, Session, scratch_dir
 from taskgym.sandbox.grading import run_grader

@@ -2,11 +2,11 @@
 
 A submission is the strings the agent passed to ``submit``: an answer (``"$1,234.5"``,
 ``"(12.3)%"``, ``"1.2 billion"``, ``"Industrial"``, ``"not stated"``) and a unit
-(``"millions"``, ``"percent"``...). :func:`taskgym.core.answers.parse_answer` reduces it to one number times a
-multiplier. :func:`grade` compares that with the gold answer: correct when within
-``max(1e-3 x |gold|, half a unit of the gold's last reported digit)`` *in absolute terms*,
-so a right number with the wrong scale (thousands for millions) is wrong. An answer holding
-more than one number is wrong, whatever else it holds.
+(``"millions"``, ``"percent"``...). :func:`~taskgym.domains.finance.answer_text.parse_answer`
+reduces it to one number times a multiplier. :func:`grade` compares that with the gold
+answer: correct when within ``max(1e-3 x |gold|, half a unit of the gold's last reported
+digit)`` *in absolute terms*, so a right number with the wrong scale (thousands for
+millions) is wrong. An answer holding more than one number is wrong, whatever else it holds.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from taskgym.core.answers import MAX_ANSWER_CHARS, ParsedAnswer, parse_answer, plain_words
 from taskgym.core.reward import RewardResult
-from taskgym.tools.pdf_tools import cited_pages
+from taskgym.domains.finance.answer_text import MAX_ANSWER_CHARS, ParsedAnswer, parse_answer, plain_words
+from taskgym.domains.finance.pdf_tools import cited_pages
 
 __all__ = ["SCALES", "Evidence", "GoldAnswer", "grade"]
 

@@ -1,5 +1,5 @@
 """The finance tools: the shared document tools over the trusted PDFs on the host
-(:mod:`taskgym.tools.pdf_tools`), ``python`` in the sandbox, and ``submit``, which records the
+(:mod:`taskgym.domains.finance.pdf_tools`), ``python`` in the sandbox, and ``submit``, which records the
 answer for grading after the episode."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 from pydantic import Field
 
 from taskgym.core.tool import Tool, ToolArgs, ToolResult
+from taskgym.domains.finance.pdf_tools import pdf_tools
 from taskgym.sandbox import Session
-from taskgym.tools.pdf_tools import pdf_tools
 from taskgym.tools.shell import python_tool
 
 __all__ = ["Submission", "finance_tools"]

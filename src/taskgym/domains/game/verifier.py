@@ -28,8 +28,8 @@ import re
 import tempfile
 from pathlib import Path
 
-from taskgym.core.grading import grader_report, grader_spec
 from taskgym.core.reward import RewardResult
+from taskgym.core.sandboxed_grader import grader_report, grader_spec
 from taskgym.core.task import Task
 from taskgym.errors import ConfigError
 from taskgym.sandbox import Backend, Session

@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from taskgym.core.grading import grader_report, grader_spec
 from taskgym.core.reward import RewardResult
+from taskgym.core.sandboxed_grader import grader_report, grader_spec
 from taskgym.core.task import Task
 from taskgym.sandbox import Backend
 from taskgym.sandbox.grading import Grader

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from taskgym.errors import MissingDependencyError
+from taskgym.errors import needs_extra
 
 __all__ = ["Block", "Chart", "Document", "Heading", "PageBreak", "Paragraph", "Rendered", "Style",
            "Table", "render"]
@@ -86,12 +86,9 @@ class Rendered:
 
 def render(document: Document) -> Rendered:
     """Lay ``document`` out with its style's producer; same document, same bytes."""
-    try:
+    with needs_extra("rendering filings", "pdf"):
         if document.style.producer == "reportlab":
             from taskgym.domains.finance.generators.render.with_reportlab import render_reportlab as run
         else:
             from taskgym.domains.finance.generators.render.with_fpdf import render_fpdf as run
-    except ImportError as exc:
-        raise MissingDependencyError(
-            f"rendering filings needs {exc.name}: pip install 'taskgym[pdf]'") from exc
     return run(document)

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from taskgym.errors import ConfigError, MissingDependencyError
+from taskgym.domains.finance.pdf_layout import Line, layout_text, page_lines, run_tables, whole_table
+from taskgym.errors import ConfigError, needs_extra
 from taskgym.paths import cache_dir, write_atomic
-from taskgym.tools.pdf_layout import Line, layout_text, page_lines, run_tables, whole_table
 
 __all__ = ["Hit", "PdfDocument", "close_documents", "open_document"]
 
@@ -39,11 +39,8 @@ _closes_at_exit = False
 
 def _pdfium() -> Any:
     global _closes_at_exit
-    try:
+    with needs_extra("the PDF tools", "pdf"):
         import pypdfium2
-    except ImportError as exc:
-        raise MissingDependencyError(
-            "the PDF tools need pypdfium2: pip install 'taskgym[pdf]'") from exc
     if not _closes_at_exit:  # registered after pypdfium2's own exit hook, so it runs first
         atexit.register(close_documents)
         _closes_at_exit = True
@@ -206,11 +203,8 @@ class PdfDocument:
     def _bm25(self) -> Any:
         """BM25 over the pages (None when no page has a word)."""
         if self._ranker is None:
-            try:
+            with needs_extra("search", "pdf"):
                 from rank_bm25 import BM25Okapi
-            except ImportError as exc:
-                raise MissingDependencyError(
-                    "search needs rank_bm25: pip install 'taskgym[pdf]'") from exc
             corpus = [_TOKEN.findall(text) for text in self._lower]
             self._ranker = BM25Okapi(corpus) if any(corpus) else False
         return self._ranker or None
@@ -245,11 +239,8 @@ class PdfDocument:
         """pdfplumber's ruled tables when every cell it finds is whole; else rows of the
         text runs as printed (what unruled, zebra or two-column tables need)."""
         if self._plumber is None:
-            try:
+            with needs_extra("extract_tables", "pdf"):
                 import pdfplumber
-            except ImportError as exc:
-                raise MissingDependencyError(
-                    "extract_tables needs pdfplumber: pip install 'taskgym[pdf]'") from exc
             try:
                 self._plumber = pdfplumber.open(self.path)
             except OSError as exc:

@@ -35,12 +35,12 @@ from gymnasium.utils.env_checker import check_env
 
 from taskgym.agents import NullAgent, OracleAgent
 from taskgym.core.env import TaskEnv
-from taskgym.core.fuzz import fuzz_env
 from taskgym.core.registry import make
 from taskgym.core.reward import RewardResult
 from taskgym.core.spaces import ToolCallSpace
 from taskgym.core.task import GeneratedTaskSet, TaskSet
 from taskgym.evaluation import EpisodeRecord, run_episode
+from taskgym.fuzz import fuzz_env
 from taskgym.sandbox.cleanup import runtime_root
 from taskgym.sandbox.procs import running_argv
 

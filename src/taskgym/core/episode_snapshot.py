@@ -1,4 +1,6 @@
-"""Episode snapshots: :meth:`TaskEnv.snapshot`, :meth:`TaskEnv.restore`, :meth:`TaskEnv.fork`.
+"""Episode snapshots: :meth:`TaskEnv.snapshot`, :meth:`TaskEnv.restore`, and the episode fork
+:meth:`TaskEnv.fork` (new envs restored from one snapshot; each child's sandbox is a session
+fork, ``Backend.fork``, and no process is forked: docs/concepts.md names the three forks apart).
 
 An :class:`EpisodeSnapshot` is a :class:`~taskgym.sandbox.snapshot.SessionSnapshot` (the
 workspace and the shell's state) with the episode around it: the task, the step count, the
@@ -37,7 +39,7 @@ E = TypeVar("E", bound="TaskEnv")
 
 @dataclass(eq=False)
 class EpisodeSnapshot:
-    """A saved episode; see :mod:`taskgym.core.snapshot`. :meth:`close` frees its copy of
+    """A saved episode; see :mod:`taskgym.core.episode_snapshot`. :meth:`close` frees its copy of
     the workspace (done too when it is garbage-collected, and at exit)."""
 
     env_class: type[TaskEnv]

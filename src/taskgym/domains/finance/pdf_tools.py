@@ -1,5 +1,5 @@
 """Document tools over trusted PDFs read on the host: ``pdf_info``, ``read_page``, ``search``,
-``extract_tables`` and ``page_image`` (see :mod:`taskgym.tools.pdf` for the parsing and its
+``extract_tables`` and ``page_image`` (see :mod:`taskgym.domains.finance.pdf` for the parsing and its
 cache). The PDFs are the task's, never the agent's: the agent cannot change what these read."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 from pydantic import Field
 
 from taskgym.core.tool import Tool, ToolArgs, ToolResult
+from taskgym.domains.finance.pdf import PdfDocument, open_document
 from taskgym.errors import ConfigError
-from taskgym.tools.pdf import PdfDocument, open_document
 
 __all__ = ["INFO_PAGES", "MAX_TEXT", "SEARCH_PAGE", "InfoArgs", "PageArgs", "SearchArgs",
            "cited_pages", "pdf_tools"]
