@@ -1,5 +1,5 @@
 """``taskgym mcp`` servers for the tests: in process, and over streamable HTTP on uvicorn on
-127.0.0.1 (in a thread of the test process, so :func:`taskgym.core.checks.host_state` sees
+127.0.0.1 (in a thread of the test process, so :func:`taskgym.checks.host_state` sees
 their sandboxes)."""
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ import pytest
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 import taskgym
-from taskgym.core.checks import host_state
+from taskgym.checks import host_state
 from taskgym.integrations import AFTER_END
 from taskgym.mcp_server import EpisodeHandles, episode_server
 from taskgym.mcp_server.results import step_result

@@ -13,14 +13,10 @@ Needs the ``mcp`` extra (``pip install 'taskgym[mcp]'``).
 
 from __future__ import annotations
 
-from taskgym.errors import MissingDependencyError
+from taskgym.errors import needs_extra
 
-try:
+with needs_extra("taskgym mcp", "mcp"):
     from taskgym.mcp_server.episode_handles import EpisodeHandles, http_app, serve_http
     from taskgym.mcp_server.one_episode import episode_server, serve_stdio
-except ImportError as exc:  # pragma: no cover - depends on the install
-    raise MissingDependencyError(
-        f"taskgym mcp needs the mcp extra ({exc.name} is missing): "
-        "pip install 'taskgym[mcp]'") from exc
 
 __all__ = ["EpisodeHandles", "episode_server", "http_app", "serve_http", "serve_stdio"]

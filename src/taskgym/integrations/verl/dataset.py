@@ -33,7 +33,7 @@ from typing import Any
 
 from taskgym.core.env import TaskEnv
 from taskgym.core.registry import make
-from taskgym.errors import ConfigError, MissingDependencyError
+from taskgym.errors import ConfigError, needs_extra
 
 __all__ = ["AGENT_NAME", "LOOP_CLASS", "dataset_rows", "write_agent_loop_config",
            "write_dataset"]
@@ -100,12 +100,9 @@ def write_dataset(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> Path:
     """Write ``rows`` (from :func:`dataset_rows`, several envs' lists added together) as a
     parquet file at ``path`` for verl's ``data.train_files``; renumbers ``extra_info.index``
     across the whole file. Needs pyarrow (a dependency of verl)."""
-    try:
+    with needs_extra("write_dataset (parquet)", "verl"):
         import pyarrow as pa  # type: ignore[import-not-found, unused-ignore]
         import pyarrow.parquet as pq  # type: ignore[import-not-found, unused-ignore]
-    except ImportError as exc:
-        raise MissingDependencyError("write_dataset writes parquet with pyarrow: "
-                                     "pip install 'taskgym[verl]'") from exc
     if not rows:
         raise ConfigError("no rows to write")
     numbered = [{**row, "extra_info": {**row["extra_info"], "index": number}}
