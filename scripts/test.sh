@@ -47,7 +47,7 @@ if ! wait "$fresh_pid"; then
 fi
 tail -n 1 "$fresh_log"
 took "lint, types, docs and the README's first command"
-TASKGYM_REQUIRE_SANDBOX=1 python3 -m pytest -m "not docker and not trainers and not openenv and not trl" "$@"
+TASKGYM_REQUIRE_SANDBOX=1 python3 -m pytest -m "not docker and not trainers and not openenv and not trl and not ray" "$@"
 took "the local tests"
 ./scripts/test_unprivileged.sh
 took "the unprivileged tests"
@@ -57,6 +57,8 @@ took "the trainers' shared core"
 took "taskgym serve against OpenEnv's clients"
 ./scripts/test_trl.sh  # TRL's GRPOTrainer on CPU with a tiny model, and the AsyncGRPOTrainer contract, in its own venv
 took "TRL"
+./scripts/test_ray.sh  # taskgym.ray.EnvPool on a three-node Ray cluster on loopback, in its own venv
+took "Ray"
 
 # -- docker backend: engine, offline images, then every docker-marked test (none may skip) --
 if ! wait "$setup_pid"; then
