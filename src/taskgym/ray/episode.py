@@ -84,7 +84,6 @@ class PooledEnv(gym.Env[Observation, Any]):
         after a close or the actor's death)."""
         self._task_id: str | None = None
         self._steps = 0
-        self._over = True
 
     # -- plans (one code path for both APIs) ---------------------------------------------
     def _reset_plan(self, seed: int | None, options: dict[str, Any] | None) -> Plan:
@@ -99,13 +98,13 @@ class PooledEnv(gym.Env[Observation, Any]):
                 if attempt == 2:
                     raise SandboxLostError(f"{_lost_reason(slot, exc)}; reset again") from exc
                 continue
-            self._task_id, self._steps, self._over = info.get("task_id"), 0, False
+            self._task_id, self._steps = info.get("task_id"), 0
             return obs, info
         raise AssertionError("unreachable")
 
     def _step_plan(self, action: Any) -> Plan:
-        slot = self.slot
-        if self._over or slot is None or self.pool.closed:
+        slot = self.slot  # None before a reset, after a close or the actor's loss
+        if slot is None or self.pool.closed:
             info = {"task_id": self._task_id, "error": OVER}
             return {"text": f"error: {OVER}"}, 0.0, True, False, info
         try:
@@ -118,14 +117,11 @@ class PooledEnv(gym.Env[Observation, Any]):
             if not (self.pool.is_actor_failure(exc) or isinstance(exc, SessionLost)):
                 raise _taskgym_cause(exc) from None
             return self._lost(slot, exc)
-        info = result[4]
-        self._steps = int(info.get("step") or self._steps + 1)
-        if result[2] or result[3]:
-            self._over = True
+        self._steps = int(result[4].get("step") or self._steps + 1)
         return result
 
     def _close_plan(self) -> Plan:
-        slot, self._over = self.slot, True
+        slot = self.slot
         if slot is None:
             return None
         try:
@@ -139,7 +135,6 @@ class PooledEnv(gym.Env[Observation, Any]):
 
     def _lost(self, slot: ActorSlot, exc: BaseException) -> StepResult:
         """The end of an episode whose actor died (or lost it in a restart): no verdict."""
-        self._over = True
         self.pool.release(self, exc)
         self._steps += 1
         reason = (f"{_lost_reason(slot, exc)}; the episode's sandbox went with it, so the "

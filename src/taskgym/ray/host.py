@@ -71,13 +71,7 @@ class EnvHost:
                 raise PoolCapacityError(f"this actor holds its {self.sessions} episodes already")
             env = self.envs[session] = await run_blocking(
                 functools.partial(make, self.env_id, **self.make_kwargs))
-        try:
-            return await env.areset(seed=seed, options=options)
-        except BaseException:
-            if env.task_env.is_over:  # nothing runs for this session: free its slot
-                self.envs.pop(session, None)
-                await env.aclose()
-            raise
+        return await env.areset(seed=seed, options=options)  # a failed one keeps the session
 
     async def step(self, session: str, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """One step of ``session``'s episode (the env's ``astep``: never raises for the action)."""
