@@ -89,8 +89,9 @@ class PooledEnv(gym.Env[Observation, Any]):
     def _reset_plan(self, seed: int | None, options: dict[str, Any] | None) -> Plan:
         for attempt in (1, 2):
             slot = self.pool.claim(self)
+            ref = self.pool.call(slot, "reset", self.session, seed, options)
             try:
-                obs, info = yield self.pool.call(slot, "reset", self.session, seed, options)
+                obs, info = yield ref
             except Exception as exc:
                 if not self.pool.is_actor_failure(exc):
                     raise _taskgym_cause(exc) from None
@@ -98,6 +99,8 @@ class PooledEnv(gym.Env[Observation, Any]):
                 if attempt == 2:
                     raise SandboxLostError(f"{_lost_reason(slot, exc)}; reset again") from exc
                 continue
+            finally:
+                self.pool.answered(slot)
             self._task_id, self._steps = info.get("task_id"), 0
             return obs, info
         raise AssertionError("unreachable")
@@ -117,6 +120,8 @@ class PooledEnv(gym.Env[Observation, Any]):
             if not (self.pool.is_actor_failure(exc) or isinstance(exc, SessionLost)):
                 raise _taskgym_cause(exc) from None
             return self._lost(slot, exc)
+        finally:
+            self.pool.answered(slot)
         self._steps = int(result[4].get("step") or self._steps + 1)
         return result
 
@@ -125,7 +130,9 @@ class PooledEnv(gym.Env[Observation, Any]):
         if slot is None:
             return None
         try:
-            yield self.pool.call(slot, "close", self.session)
+            ref = self.pool.close_call(slot, self.session)  # never refused for the limit
+            if ref is not None:
+                yield ref
         except Exception as exc:
             if not (self.pool.is_actor_failure(exc) or isinstance(exc, TaskgymError)):
                 raise

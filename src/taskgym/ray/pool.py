@@ -51,6 +51,8 @@ class ActorSlot:
     hostname: str = ""
     pid: int = 0
     envs: set[str] = field(default_factory=set)
+    in_flight: int = 0
+    """The episodes' calls submitted to it whose answer the driver has not had yet."""
     dead: bool = False
     """Ray said the actor is gone for good (it will not be restarted)."""
 
@@ -68,8 +70,11 @@ class EnvPool:
         label_selector: node labels an actor must run on (``{"taskgym-node": "cpu"}``).
         scheduling_strategy: Ray's strategy (``"SPREAD"`` by default, ``"DEFAULT"``, or a
             placement group or node affinity strategy).
-        max_pending_calls: calls one actor may have in flight from this pool; past it a
-            call raises :class:`PoolCapacityError` (default: twice ``sessions_per_actor``).
+        max_pending_calls: the episodes' calls one actor may have in flight (submitted,
+            not yet answered); past it a call raises :class:`PoolCapacityError` (default:
+            twice ``sessions_per_actor``). Counted by the pool as each answer arrives; Ray's
+            own ``max_pending_calls`` of the actor is set above it (room for the closes and
+            the pool's calls), as a backstop.
         max_restarts: how many times Ray restarts a dead actor (its episodes end anyway).
         start_timeout: seconds to wait for every actor to be placed and started.
         actor_options: more Ray actor options (``runtime_env``, ``memory``...);
@@ -105,7 +110,7 @@ class EnvPool:
         self.options: dict[str, Any] = {
             "num_cpus": num_cpus, "max_concurrency": sessions_per_actor + 1,
             "max_restarts": max_restarts, "max_task_retries": 0,
-            "max_pending_calls": self.max_pending_calls,
+            "max_pending_calls": self.max_pending_calls + sessions_per_actor + 1,
             "scheduling_strategy": scheduling_strategy, **extra}
         if resources:
             self.options["resources"] = dict(resources)
@@ -175,26 +180,45 @@ class EnvPool:
         if slot is None:
             return
         slot.envs.discard(env.session)
-        ray = ray_module()
-        if isinstance(failure, ray.exceptions.ActorDiedError):
+        if isinstance(failure, ray_module().exceptions.ActorDiedError):
             slot.dead = True
-        elif failure is not None and not slot.dead:
-            try:
-                slot.handle.close.remote(env.session)
-            except Exception:  # the actor is at its pending limit or gone: nothing to free
-                pass
+        elif failure is not None:
+            self.close_call(slot, env.session)
+
+    @staticmethod
+    def close_call(slot: ActorSlot, session: str) -> Any:
+        """Submit the close of ``session`` to ``slot``'s actor, outside ``max_pending_calls``
+        (closing frees what the limit protects): its object ref, or ``None`` when the actor
+        is dead or Ray's own limit refused it (the pool's close closes it then)."""
+        if slot.dead:
+            return None
+        try:
+            return slot.handle.close.remote(session)
+        except ray_module().exceptions.PendingCallsLimitExceeded:
+            return None
 
     def call(self, slot: ActorSlot, method: str, *args: Any) -> Any:
-        """Submit one call to ``slot``'s actor (its object ref); :class:`PoolCapacityError`
-        when the actor has ``max_pending_calls`` calls in flight."""
+        """Submit one call of an episode to ``slot``'s actor (its object ref; call
+        :meth:`answered` once its answer or error is in); :class:`PoolCapacityError` when the
+        actor has ``max_pending_calls`` calls in flight."""
         ray = ray_module()
+        refused = PoolCapacityError(
+            f"actor {slot.index} of the EnvPool has {self.max_pending_calls} calls in flight "
+            "(max_pending_calls): wait for some to finish, or make the pool with more actors "
+            "or a larger max_pending_calls")
+        if slot.in_flight >= self.max_pending_calls:
+            raise refused
         try:
-            return getattr(slot.handle, method).remote(*args)
+            ref = getattr(slot.handle, method).remote(*args)
         except ray.exceptions.PendingCallsLimitExceeded:
-            raise PoolCapacityError(
-                f"actor {slot.index} of the EnvPool has {self.max_pending_calls} calls in "
-                "flight (max_pending_calls): wait for some to finish, or make the pool with "
-                "more actors or a larger max_pending_calls") from None
+            raise refused from None
+        slot.in_flight += 1
+        return ref
+
+    @staticmethod
+    def answered(slot: ActorSlot) -> None:
+        """A call :meth:`call` submitted to ``slot`` has its answer (or its error)."""
+        slot.in_flight -= 1
 
     @staticmethod
     def is_actor_failure(exc: BaseException) -> bool:
