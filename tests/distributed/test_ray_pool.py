@@ -271,6 +271,7 @@ def test_starts_past_the_pools_limits_are_refused(cluster: Nodes, tasks: str) ->
             await asyncio.sleep(0.2)
             with pytest.raises(PoolCapacityError, match=r"1 calls in flight \(max_pending_calls\)"):
                 await second.areset(seed=0)
+            assert pool.slots[0].envs == {first.session}  # the refused one holds no session
             assert (await step)[1:4] == (0.0, False, False)
             await second.areset(seed=0)
             with pytest.raises(PoolCapacityError, match=r"every session of the EnvPool holds an "

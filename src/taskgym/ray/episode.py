@@ -26,7 +26,7 @@ from taskgym.core.env_step import OVER, Observation, StepResult, utf8
 from taskgym.core.reward import FailureClass, RewardResult
 from taskgym.core.spaces import UnicodeText
 from taskgym.errors import NoVerdictError, SandboxLostError, TaskgymError
-from taskgym.ray.host import SessionLost
+from taskgym.ray.host import PoolCapacityError, SessionLost
 
 if TYPE_CHECKING:
     from taskgym.ray.pool import ActorSlot, EnvPool
@@ -88,8 +88,14 @@ class PooledEnv(gym.Env[Observation, Any]):
     # -- plans (one code path for both APIs) ---------------------------------------------
     def _reset_plan(self, seed: int | None, options: dict[str, Any] | None) -> Plan:
         for attempt in (1, 2):
+            claimed = self.slot is None
             slot = self.pool.claim(self)
-            ref = self.pool.call(slot, "reset", self.session, seed, options)
+            try:
+                ref = self.pool.call(slot, "reset", self.session, seed, options)
+            except PoolCapacityError:
+                if claimed:  # nothing of this env is on the actor yet: its session is free
+                    self.pool.release(self)
+                raise
             try:
                 obs, info = yield ref
             except Exception as exc:
