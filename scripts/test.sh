@@ -48,7 +48,7 @@ if ! wait "$fresh_pid"; then
 fi
 tail -n 1 "$fresh_log"
 took "lint, types, docs and the README's first command"
-TASKGYM_REQUIRE_SANDBOX=1 python3 -m pytest -m "not docker and not trainers and not openenv and not trl and not verl" "$@"
+TASKGYM_REQUIRE_SANDBOX=1 python3 -m pytest -m "not docker and not trainers and not openenv and not trl and not verl and not ray" "$@"
 took "the local tests"
 ./scripts/test_unprivileged.sh
 took "the unprivileged tests"
@@ -60,6 +60,8 @@ took "taskgym serve against OpenEnv's clients"
 took "TRL"
 ./scripts/test_verl.sh  # taskgym's verl agent loop with verl's own config and a scripted server, in its own venv
 took "verl"
+./scripts/test_ray.sh  # taskgym.ray.EnvPool on a three-node Ray cluster on loopback, in its own venv
+took "Ray"
 
 # -- docker backend: engine, offline images, then every docker-marked test (none may skip) --
 if ! wait "$setup_pid"; then
