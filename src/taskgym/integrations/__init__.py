@@ -13,6 +13,8 @@
 - :mod:`taskgym.integrations.trl`: TRL's ``environment_factory`` for any env id, with the
   episode policy, dataset builder and cleanup TRL needs (imported on its own: it is not
   re-exported here).
+- :mod:`taskgym.integrations.skyrl`: a ``skyrl_gym`` text env for SkyRL's generator, registered
+  as ``taskgym`` on import (needs the skyrl extra; not re-exported here either).
 
 This package sits above the core: it uses taskgym's public API and core, and nothing in
 the core imports it (``taskgym.parse_tool_calls`` is re-exported at the top).
