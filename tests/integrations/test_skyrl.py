@@ -192,6 +192,7 @@ def test_max_turns_ends_an_unsubmitted_episode_with_the_configured_reward(task: 
     env.init([{"role": "user", "content": ""}])
     out = env.step(call("bash", {"command": "echo 42 > /app/answer.txt"}))
     assert out["done"] and out["reward"] == 0.25 and out["metadata"]["end"] == "unsubmitted"
+    assert env.get_metrics()["unsubmitted"] == 1.0 and env.get_metrics()["reward"] == 0.25
     assert env.env.unwrapped.is_over  # the sandbox stopped, ungraded
     env.close()
 
@@ -249,6 +250,16 @@ def test_an_id_registered_per_env_id(task: Path) -> None:
         skyrl_gym.make("taskgym", env_config={}, extras={})
     with pytest.raises(ConfigError, match="tool_style"):
         adapter.register("taskgym-bad", "coding-terminal-v0", tool_style="json")
+
+
+def test_a_trajectory_skyrl_cuts_short_counts_as_unsubmitted(task: Path) -> None:
+    env = make(task)  # SkyRL's loop stops at max_input_length: no done, then metrics, close
+    env.init([{"role": "user", "content": ""}])
+    env.step(call("bash", {"command": "echo 42 > /app/answer.txt"}))
+    metrics = env.get_metrics()
+    assert metrics["unsubmitted"] == 1.0 and metrics["reward"] == 0.0 and metrics["turns"] == 1.0
+    assert metrics["no_verdict"] == 0.0 and metrics["graded"] == 0.0
+    env.close()
 
 
 def test_a_dropped_env_stops_its_sandbox(task: Path) -> None:

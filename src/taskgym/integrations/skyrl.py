@@ -225,10 +225,12 @@ class TaskgymTextEnv(BaseTextEnv):  # type: ignore[misc]
         """The episode's numbers, for SkyRL's ``environment/<key>`` means: ``reward``,
         ``graded``, ``no_verdict``, ``unsubmitted`` and ``reset_failed`` (1.0 or 0.0),
         ``turns``, ``tool_calls``, ``tool_call_errors`` (calls that could not be read), and
-        each verifier component as ``component/<name>``. Empty while the episode runs."""
-        if not self._metrics:
-            return {}
-        return {**self._metrics, "turns": float(self.turns), "tool_calls": float(self._calls),
+        each verifier component as ``component/<name>``. Asked while the episode runs (SkyRL
+        stopped the trajectory at its ``max_input_length``), it counts the episode as
+        unsubmitted with reward 0.0, which it is: ``close`` stops its sandbox ungraded."""
+        metrics = self._metrics or {"reward": 0.0, "graded": 0.0, "no_verdict": 0.0,
+                                    "unsubmitted": 1.0, "reset_failed": 0.0}
+        return {**metrics, "turns": float(self.turns), "tool_calls": float(self._calls),
                 "tool_call_errors": float(self._errors)}
 
     def close(self) -> None:
