@@ -117,7 +117,8 @@ class RemoteEnv(gym.Env[dict[str, str], Any]):
         try:
             with contextlib.suppress(closed):  # a refusal sent before closing is still read
                 await self._async.send(_dumps(message))
-            raw = await asyncio.wait_for(self._async.recv(), self.timeout)
+            async with asyncio.timeout(self.timeout):  # no task per answer, as wait_for makes
+                raw = await self._async.recv()
         except closed as exc:
             self._async = None  # the next call opens a new session
             raise RemoteError(f"the server closed the session ({exc})", "SESSION_ERROR") from exc

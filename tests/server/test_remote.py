@@ -136,6 +136,7 @@ def test_the_cli_serves_with_its_options(answer_tasks: str, local_backend: Any) 
             urllib.request.urlopen(f"{url}/metadata", timeout=5)
         refused.value.close()  # its connection, else a ResourceWarning when it is collected
         assert refused.value.code == 401
+        refused.value.close()  # its connection, else a ResourceWarning in a later test
         request = urllib.request.Request(f"{url}/metadata", headers={"Authorization": "Bearer tok"})
         with urllib.request.urlopen(request, timeout=5) as response:
             assert json.loads(response.read())["max_sessions"] == 1

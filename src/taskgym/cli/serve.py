@@ -20,6 +20,11 @@ def add_serve_parser(sub: Any, positive_int: Any) -> None:
                        help="sessions (one env and sandbox each) open at once (default 8)")
     serve.add_argument("--max-sessions-per-client", type=positive_int,
                        help="sessions of one client address at once (default: --max-sessions)")
+    serve.add_argument("--max-starting", type=positive_int, default=2,
+                       help="sandbox starts (resets) at once; more wait for a slot (default 2)")
+    serve.add_argument("--start-wait", type=float, default=30.0,
+                       help="seconds a reset waits for a start slot before CAPACITY_REACHED "
+                            "(default 30)")
     serve.add_argument("--idle-timeout", type=float, default=300.0,
                        help="seconds a session may go without a message (default 300)")
     serve.add_argument("--tasks", help="task folder(s), or a named set such as 'generated'")
@@ -35,5 +40,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                                  ("max_steps", args.max_steps)) if value}
     serve(args.env_id, host=args.host, port=args.port, token=args.token,
           max_sessions=args.max_sessions, max_sessions_per_client=args.max_sessions_per_client,
+          max_starting=args.max_starting, start_wait=args.start_wait,
           idle_timeout=args.idle_timeout, sandbox=args.sandbox, **make_kwargs)
     return 0

@@ -15,6 +15,8 @@
   re-exported here).
 - :mod:`taskgym.integrations.verl`: verl's agent loop (``"taskgym_agent"``, one env per
   trajectory) and the parquet dataset that drives it (imported on its own, like ``trl``).
+- :mod:`taskgym.integrations.skyrl`: a ``skyrl_gym`` text env for SkyRL's generator, registered
+  as ``taskgym`` on import (needs the skyrl extra; not re-exported here either).
 
 This package sits above the core: it uses taskgym's public API and core, and nothing in
 the core imports it (``taskgym.parse_tool_calls`` is re-exported at the top).

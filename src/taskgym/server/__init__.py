@@ -15,7 +15,14 @@ from taskgym.errors import ConfigError, needs_extra
 with needs_extra("taskgym serve", "serve"):
     from taskgym.server.app import create_app
 
-__all__ = ["create_app", "is_loopback", "require_token", "serve"]
+__all__ = ["DESCRIPTORS_PER_SESSION", "check_descriptors", "create_app", "is_loopback", "require_token",
+           "serve"]
+
+DESCRIPTORS_PER_SESSION = 10
+"""Open descriptors one session of a local-sandbox env holds in the server (its WebSocket, the
+sandbox's pipes, status socket, output files and cgroup): 9 measured with 1,000 sessions
+(benchmarks/serve_concurrency.py), rounded up."""
+_SPARE_DESCRIPTORS = 256  # the listening socket, logs, grading, a task set's files
 
 
 def is_loopback(host: str) -> bool:
@@ -44,7 +51,28 @@ def serve(env_id: str, *, host: str = "127.0.0.1", port: int = 8000, token: str 
     Raises :class:`~taskgym.ConfigError` when ``host`` is not loopback and no token is given.
     """
     require_token(host, token)
+    check_descriptors(int(options.get("max_sessions", 8)), options.get("sandbox", "local"))
     import uvicorn
 
     app = create_app(env_id, token=token, **options)
     uvicorn.run(app, host=host, port=port, log_level="info", ws_max_size=100 * 2**20)
+
+
+def check_descriptors(max_sessions: int, sandbox: Any = "local") -> int:
+    """Raise this process's open-files limit to its hard limit, and refuse (``ConfigError``)
+    a ``max_sessions`` of local sandboxes that it cannot hold (:data:`DESCRIPTORS_PER_SESSION`
+    each, and a margin): past it, new connections and sandbox starts would fail mid-run.
+    Returns the limit. Another backend's sessions hold fewer descriptors here; they are not
+    refused."""
+    from taskgym.sandbox.local.launch import raise_open_files_limit
+
+    limit = raise_open_files_limit()
+    need = max_sessions * DESCRIPTORS_PER_SESSION + _SPARE_DESCRIPTORS
+    if sandbox in (None, "local") and limit < need:
+        fits = max(1, (limit - _SPARE_DESCRIPTORS) // DESCRIPTORS_PER_SESSION)
+        raise ConfigError(
+            f"{max_sessions} sessions of local sandboxes need about {need} open descriptors, "
+            f"but this process may open {limit} (RLIMIT_NOFILE, its hard limit included): raise "
+            f"it (`ulimit -Hn {need}` as root, or LimitNOFILE= in a systemd unit) or serve at "
+            f"most --max-sessions {fits}")
+    return limit

@@ -159,7 +159,8 @@ async def _serve_session(ws: WebSocket, session: Session, pool: SessionPool, too
     """Answer ``ws``'s messages until it closes, sends ``close`` or stays idle too long."""
     while True:
         try:
-            raw = await asyncio.wait_for(ws.receive_text(), idle_timeout)
+            async with asyncio.timeout(idle_timeout):  # no task per message, as wait_for makes
+                raw = await ws.receive_text()
         except TimeoutError:
             await _send(ws, error_frame(ErrorCode.SESSION_ERROR,
                                         f"no message for {idle_timeout:g} s: the session is closed "
