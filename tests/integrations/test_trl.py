@@ -36,8 +36,8 @@ from taskgym.integrations.trl import (
     outcome_of,
     taskgym_metrics,
 )
-from taskgym.sandbox._cgroups import cgroup_parents
-from taskgym.sandbox.cleanup import runtime_root
+from taskgym.sandbox.host.cgroups import cgroup_parents
+from taskgym.sandbox.host.cleanup import runtime_root
 
 pytestmark = [
     pytest.mark.trl, pytest.mark.sandbox, pytest.mark.slow,

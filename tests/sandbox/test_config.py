@@ -8,8 +8,9 @@ import pytest
 
 import taskgym
 from taskgym.errors import ConfigError
-from taskgym.sandbox import DockerConfig, LocalConfig, backend_config, snapshot_store, spares
+from taskgym.sandbox import DockerConfig, LocalConfig, backend_config
 from taskgym.sandbox.config import whole_number_env
+from taskgym.sandbox.snapshots import spares, store
 
 
 def test_names_and_mappings_become_configs(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -37,7 +38,7 @@ def test_bad_choices_say_what_is_accepted(choice: object, message: str) -> None:
 _COUNTS = {  # each whole-number variable: what reads it, its minimum, what its message adds
     "TASKGYM_DOCKER_POOL": (lambda: DockerConfig().pool_size, 0, "0 starts each container"),
     "TASKGYM_WARM_GRADERS": (lambda: LocalConfig().warm_graders, 0, "0 turns warm graders off"),
-    "TASKGYM_SNAPSHOT_MEMORY_BYTES": (snapshot_store.memory_budget, 0,
+    "TASKGYM_SNAPSHOT_MEMORY_BYTES": (store.memory_budget, 0,
                                       "bytes; 0 keeps snapshots on the runtime root"),
     "TASKGYM_FORK_SPARES": (spares.max_spares, 0, "0 turns spares off"),
     "TASKGYM_TEST_COUNT": (lambda: whole_number_env("TASKGYM_TEST_COUNT", 7, minimum=1), 1, ""),
