@@ -10,8 +10,8 @@ import taskgym.sandbox
 
 SANDBOX = Path(taskgym.sandbox.__file__).parent
 ALLOWED_OUTSIDE = ("taskgym.errors", "taskgym.paths")
-BACKENDS = ("local", "docker")
-GENERIC = ("base.py", "shell", "grading", "snapshots", "host")
+BACKENDS = ("local", "docker", "unisolated")
+GENERIC = ("base.py", "config.py", "backends.py", "shell", "grading", "snapshots", "host")
 
 
 def _imports(path: Path) -> list[str]:

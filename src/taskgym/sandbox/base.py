@@ -15,15 +15,16 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from taskgym.errors import SandboxError
+from taskgym.errors import ConfigError, SandboxError
 from taskgym.sandbox.host.blocking import run_blocking
 from taskgym.sandbox.host.os_errors import guard_class
 
 if TYPE_CHECKING:
+    from taskgym.sandbox.config import BackendConfig
     from taskgym.sandbox.grading.forks import GraderForks
     from taskgym.sandbox.shell.plans import Plan
     from taskgym.sandbox.snapshots.session_snapshot import SessionSnapshot
@@ -294,6 +295,9 @@ class Backend(abc.ABC):
     """Where sandboxes run: owns isolation, limits and cleanup."""
 
     name: str
+    """Its name in the ``taskgym.backends`` entry-point group (:mod:`taskgym.sandbox.backends`)."""
+    config_class: ClassVar[type[BackendConfig]]
+    """Its config (:class:`~taskgym.sandbox.config.BackendConfig` with ``type`` its name)."""
     warm_graders: int | None = None
     """Most pre-started graders kept waiting per kind (:mod:`taskgym.sandbox.grading.warm`); set from
     the backend's config (``None``: the configs' default, ``TASKGYM_WARM_GRADERS`` or the CPU
@@ -305,6 +309,21 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def check(cls) -> str | None:
         """``None`` when usable here, else what is missing and how to install it."""
+
+    @classmethod
+    def from_config(cls, config: BackendConfig) -> Backend:
+        """The backend for ``config`` (:func:`~taskgym.sandbox.config.get_backend`), which
+        must be a :attr:`config_class`: :meth:`shared`."""
+        if not isinstance(config, cls.config_class):
+            raise ConfigError(f"the {cls.name} backend takes a {cls.config_class.__name__}, "
+                              f"not {config!r}")
+        return cls.shared(config)
+
+    @classmethod
+    def shared(cls, config: Any = None) -> Backend:
+        """The backend for ``config`` in this process: a new one by default (``cls(config)``);
+        the local and docker backends share one per config."""
+        return cls(config)  # type: ignore[call-arg]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """``start`` and ``run`` raise :class:`SandboxError` subclasses, never ``OSError``."""

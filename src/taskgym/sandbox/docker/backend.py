@@ -63,6 +63,7 @@ class DockerBackend(Backend):
     """
 
     name = "docker"
+    config_class = DockerConfig
 
     def __init__(self, pool_size: int | None = None, config: DockerConfig | None = None) -> None:
         config = config or DockerConfig()

@@ -50,6 +50,7 @@ class LocalBackend(Backend):
     """Sandboxes made with bubblewrap on this machine; see the module docstring."""
 
     name = "local"
+    config_class = LocalConfig
 
     def __init__(self, config: LocalConfig | None = None) -> None:
         config = config or LocalConfig()
