@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from taskgym.sandbox.procs import children, descendants
 
 import taskgym
 from taskgym.agents import OracleAgent
@@ -28,6 +27,7 @@ from taskgym.evaluation import run_episode
 from taskgym.paths import envs_dir
 from taskgym.sandbox import Backend, leftovers
 from taskgym.sandbox.grading import run as grading
+from taskgym.sandbox.host.procs import children, descendants
 
 MARKER = '    send(phase="begun")'
 """The line of grade.py after which a fault is injected into its setup."""
