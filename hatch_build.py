@@ -1,7 +1,7 @@
-"""Build hook: compile the optional C helper ``taskgym/sandbox/_syscalls.c``.
+"""Build hook: compile the optional C helper ``taskgym/sandbox/host/_syscalls.c``.
 
 The helper makes the few system calls of a sandbox step without releasing the GIL, at
-about a quarter of what the ``ctypes`` fallback costs (see ``taskgym/sandbox/_gil_held.py``).
+about a quarter of what the ``ctypes`` fallback costs (see ``taskgym/sandbox/host/gil_held.py``).
 Without a C compiler the build goes on, pure Python, and says so: taskgym then uses the
 fallback and is only slower with many threads.
 """
@@ -19,7 +19,7 @@ from typing import Any
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
-SOURCE = Path("src/taskgym/sandbox/_syscalls.c")
+SOURCE = Path("src/taskgym/sandbox/host/_syscalls.c")
 
 
 def _compiler() -> list[str] | None:

@@ -24,7 +24,7 @@ from functools import cache
 from pathlib import Path
 
 from taskgym.sandbox import SandboxSpec
-from taskgym.sandbox._seccomp import seccomp_program
+from taskgym.sandbox.host.seccomp import seccomp_program
 from taskgym.sandbox.local import LocalBackend, etc_files
 
 __all__ = [

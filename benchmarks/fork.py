@@ -7,7 +7,7 @@ against reset-and-replay of a 20-step prefix.
 (the workspace saved to a host folder, the shell's state captured) plus
 ``backend.fork(snap)`` (a sandbox started, or a spare one taken, the workspace copied in, the
 state sourced). "cold": no spare, the child's sandbox is started then; "spare ready": a
-spare sandbox (sandbox/spares.py) was started ahead. At 1 MB the env-level ``env.fork(1)``
+spare sandbox (sandbox/snapshots/spares.py) was started ahead. At 1 MB the env-level ``env.fork(1)``
 (which also constructs the child env) is timed too.
 
 With ``--cow`` (root, xfsprogs and btrfs-progs), the same figures are measured again with
@@ -38,10 +38,11 @@ from _common import ENV_ID, TASK_ID, Row, load_note, median, ms, percentile, pri
 
 import taskgym  # noqa: E402
 from taskgym import rollouts  # noqa: E402
-from taskgym.sandbox import SandboxSpec, disk, get_backend  # noqa: E402
-from taskgym.sandbox.cleanup import set_runtime_root  # noqa: E402
-from taskgym.sandbox.loopfs import loop_filesystem, missing  # noqa: E402
-from taskgym.sandbox.spares import Spares  # noqa: E402
+from taskgym.sandbox import SandboxSpec, get_backend  # noqa: E402
+from taskgym.sandbox.host.cleanup import set_runtime_root  # noqa: E402
+from taskgym.sandbox.snapshots import disk
+from taskgym.sandbox.snapshots.loopfs import loop_filesystem, missing  # noqa: E402
+from taskgym.sandbox.snapshots.spares import Spares  # noqa: E402
 
 TARGET_SMALL_MS = 10.0
 TARGET_LARGE_MS = 30.0

@@ -49,8 +49,8 @@ import taskgym  # noqa: E402
 from taskgym.core.env_step import describe as _describe  # noqa: E402
 from taskgym.core.tool import ActionError, parse_action  # noqa: E402
 from taskgym.sandbox import ExecResult  # noqa: E402
-from taskgym.sandbox._commands import SOURCE_TRIGGER, ending  # noqa: E402
-from taskgym.sandbox.protocol import read_capped  # noqa: E402
+from taskgym.sandbox.shell.commands import SOURCE_TRIGGER, ending  # noqa: E402
+from taskgym.sandbox.shell.protocol import read_capped  # noqa: E402
 from taskgym.tools.shell import format_exec  # noqa: E402
 
 TARGET_MS = 0.15

@@ -9,7 +9,7 @@ not timed):
   the slowest;
 - the same with ``stepping="loop"`` (the default for local sandboxes): the calling thread
   steps the 16 envs itself, each sub-step a plan, all waited on in one ``poll``
-  (:func:`taskgym.sandbox.plans.drive_plans`);
+  (:func:`taskgym.sandbox.shell.plans.drive_plans`);
 - ``gymnasium.vector.AsyncVectorEnv`` with ``shared_memory=True``: one process per env.
 
 Target: the vector env's steps/s at least 0.8x W4's (each way of stepping is checked).

@@ -17,7 +17,7 @@ per process and kind, about one cold import). (b) and (c) take the backend's def
 
 (b) N grades back to back: with no episode expecting a grade the pool keeps one spare, so each
 grade of the burst waits for the grader the previous one started; with N users expecting a
-grade (:class:`taskgym.sandbox.warm_leases.Lease`, what N envs' resets hold) N graders boot before the
+grade (:class:`taskgym.sandbox.grading.warm_leases.Lease`, what N envs' resets hold) N graders boot before the
 burst (the benchmark waits for them, as N episodes running meanwhile would) and each grade
 takes its own.
 
@@ -49,8 +49,8 @@ import taskgym  # noqa: E402
 from taskgym.core.reward import RewardResult  # noqa: E402
 from taskgym.sandbox import Backend, get_backend  # noqa: E402
 from taskgym.sandbox.grading import Grader  # noqa: E402
-from taskgym.sandbox.warm import close_warm_graders, warm_pools  # noqa: E402
-from taskgym.sandbox.warm_leases import Lease  # noqa: E402
+from taskgym.sandbox.grading.warm import close_warm_graders, warm_pools  # noqa: E402
+from taskgym.sandbox.grading.warm_leases import Lease  # noqa: E402
 
 CAD_TASK = "plate-four-holes"
 TORUS = ("part = trimesh.creation.torus(20, 5, major_sections=100, minor_sections=50)\n"

@@ -256,7 +256,8 @@ def test_scripted_actions_a_folder(capsys, tmp_path):
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--sandbox", "nope"], "unknown sandbox backend 'nope'; available: 'local', 'docker'"),
+    (["--sandbox", "nope"], "no sandbox backend named 'nope' is installed (installed: 'docker', "
+                           "'local', 'unisolated')"),
     (["--tasks", "curatd"], "tasks='curatd': not a named task set, and the folder "),
 ])
 def test_bad_env_options_are_reported(capsys, argv, message):

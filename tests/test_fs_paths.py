@@ -1,4 +1,4 @@
-"""taskgym.sandbox._fs on a plain directory: path splitting, reads, writes, FIFOs and copies."""
+"""taskgym.sandbox.host.fs on a plain directory: path splitting, reads, writes, FIFOs and copies."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from taskgym.errors import ConfigError
-from taskgym.sandbox._fs import copy_in, copy_out, open_fifo, read_file, relative_parts, write_file
+from taskgym.sandbox.host.fs import copy_in, copy_out, open_fifo, read_file, relative_parts, write_file
 
 # -- relative_parts --------------------------------------------------------------------------
 

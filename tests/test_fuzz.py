@@ -27,7 +27,7 @@ from taskgym.core.tool import ActionError, ToolCall, parse_action
 from taskgym.fuzz import fuzz_env, garbage_actions
 from taskgym.sandbox import Backend
 from taskgym.sandbox.local import LocalBackend
-from taskgym.sandbox.plans import drive_plans
+from taskgym.sandbox.shell.plans import drive_plans
 from taskgym.tools.shell import shell_tools, submit_tool
 
 ACTIONS = 2000

@@ -30,9 +30,9 @@ from taskgym.domains.coding import verifier as coding_verifier
 from taskgym.errors import SandboxError
 from taskgym.evaluation import run_episode
 from taskgym.sandbox import Backend, leftovers
-from taskgym.sandbox.cleanup import cgroup_parents, runtime_root
+from taskgym.sandbox.host.cleanup import cgroup_parents, runtime_root
+from taskgym.sandbox.host.procs import children
 from taskgym.sandbox.local import LocalBackend
-from taskgym.sandbox.procs import children
 
 CALC = Path(__file__).parent.parent / "fixtures" / "coding" / "calc"
 SUBMIT = {"tool": "submit", "args": {}}

@@ -41,8 +41,8 @@ from taskgym.core.spaces import ToolCallSpace
 from taskgym.core.task import GeneratedTaskSet, TaskSet
 from taskgym.evaluation import EpisodeRecord, run_episode
 from taskgym.fuzz import fuzz_env
-from taskgym.sandbox.cleanup import runtime_root
-from taskgym.sandbox.procs import running_argv
+from taskgym.sandbox.host.cleanup import runtime_root
+from taskgym.sandbox.host.procs import running_argv
 
 __all__ = ["check_task_env", "host_state", "oracle_then_null", "sleepers"]
 

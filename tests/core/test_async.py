@@ -17,8 +17,8 @@ import taskgym
 from taskgym.core.env import TaskEnv
 from taskgym.errors import MissingDependencyError, SandboxError
 from taskgym.sandbox import SandboxSpec, get_backend
-from taskgym.sandbox.cleanup import memory_root, runtime_root
-from taskgym.sandbox.plans import drive_plans
+from taskgym.sandbox.host.cleanup import memory_root, runtime_root
+from taskgym.sandbox.shell.plans import drive_plans
 
 pytestmark = [pytest.mark.sandbox]
 
@@ -244,7 +244,7 @@ def test_the_loop_keeps_running_while_a_command_runs(run: Runner) -> None:
 def test_the_blocking_pool_is_bounded() -> None:
     import threading
 
-    from taskgym.sandbox.blocking import max_threads, run_blocking
+    from taskgym.sandbox.host.blocking import max_threads, run_blocking
 
     lock = threading.Lock()
     running = peak = 0

@@ -17,8 +17,8 @@ import taskgym
 from taskgym.core.env import TaskEnv
 from taskgym.errors import SandboxError
 from taskgym.sandbox import Backend, SandboxSpec, Session
-from taskgym.sandbox.cleanup import leftovers, memory_root, owner_alive, reap, runtime_root
-from taskgym.sandbox.procs import children
+from taskgym.sandbox.host.cleanup import leftovers, memory_root, owner_alive, reap, runtime_root
+from taskgym.sandbox.host.procs import children
 
 pytestmark = pytest.mark.sandbox
 

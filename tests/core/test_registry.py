@@ -310,12 +310,12 @@ def test_make_unknown_far_from_every_id_lists_them(wrong):
 def test_make_refuses_an_unknown_sandbox_name(name):
     with pytest.raises(ConfigError) as info:
         taskgym.make("coding-terminal-v0", sandbox=name)
-    assert str(info.value) == (f"unknown sandbox backend {name!r}; available: 'local', "
-                               "'docker' (or a LocalConfig, DockerConfig or Backend)")
+    assert str(info.value).startswith(f"no sandbox backend named {name!r} is installed "
+                                      "(installed: 'docker', 'local', 'unisolated').")
 
 
 def test_make_refuses_a_sandbox_of_the_wrong_type():
-    with pytest.raises(ConfigError, match=r"^sandbox must be a backend name \(local, docker\), "
+    with pytest.raises(ConfigError, match=r"^sandbox must be a backend name \(docker, local, unisolated\), "
                                           r"a config or a Backend, not int$"):
         taskgym.make("coding-terminal-v0", sandbox=3)
 

@@ -13,7 +13,7 @@ import taskgym
 from taskgym import rollouts
 from taskgym.core.env import TaskEnv
 from taskgym.core.replay import DEFAULT_MAX_BYTES
-from taskgym.sandbox.cleanup import memory_root, runtime_root
+from taskgym.sandbox.host.cleanup import memory_root, runtime_root
 
 pytestmark = pytest.mark.sandbox
 

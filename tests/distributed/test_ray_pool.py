@@ -26,7 +26,7 @@ from tests.conftest import write_answer_task
 import taskgym
 from taskgym.checks import host_state, sleepers
 from taskgym.ray import EnvPool, PoolCapacityError, PoolError
-from taskgym.sandbox.cleanup import leftovers
+from taskgym.sandbox.host.cleanup import leftovers
 
 pytestmark = [pytest.mark.ray, pytest.mark.sandbox, pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -17,8 +17,8 @@ import pytest
 import taskgym
 from taskgym.errors import ConfigError
 from taskgym.sandbox import Backend
-from taskgym.sandbox._cgroups import cgroup_parents
-from taskgym.sandbox.cleanup import runtime_root
+from taskgym.sandbox.host.cgroups import cgroup_parents
+from taskgym.sandbox.host.cleanup import runtime_root
 
 try:  # the main run collects this module without skyrl-gym and deselects its tests
     import skyrl_gym

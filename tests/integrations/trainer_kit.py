@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from taskgym.sandbox._cgroups import cgroup_parents
-from taskgym.sandbox.cleanup import runtime_root
+from taskgym.sandbox.host.cgroups import cgroup_parents
+from taskgym.sandbox.host.cleanup import runtime_root
 
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>"]
 TEMPLATE_TEXT = [

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from taskgym.sandbox import _cgroups
-from taskgym.sandbox._cgroups import CgroupLimits, cgroup_parents
+from taskgym.sandbox.host import cgroups
+from taskgym.sandbox.host.cgroups import CgroupLimits, cgroup_parents
 
 _INTERFACE = {"cgroup.procs": "", "cgroup.subtree_control": "", "memory.max": "max",
               "memory.peak": "0", "pids.max": "max", "cpu.stat": "usage_usec 0\n",
@@ -61,7 +61,7 @@ def v2_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(Path, "mkdir", mkdir)
     monkeypatch.setattr(Path, "rmdir", rmdir)
     monkeypatch.setattr(Path, "write_text", write_text)
-    monkeypatch.setattr(_cgroups, "_ROOT", root)
+    monkeypatch.setattr(cgroups, "_ROOT", root)
     return root
 
 
@@ -96,7 +96,7 @@ def test_a_user_gets_limits_in_the_tree_systemd_delegated(v2_tree: Path,
     for folder in (v2_tree / "user.slice", service.parent, service, service / "app.slice"):
         folder.mkdir()
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    monkeypatch.setattr(_cgroups, "_own_cgroup",
+    monkeypatch.setattr(cgroups, "_own_cgroup",
                         lambda: "/user.slice/user-1000.slice/user@1000.service/app.slice/term.scope")
     limits = CgroupLimits("77-xyz", 128 << 20, 32)
     assert limits.dirs == [service / "taskgym.slice" / "77-xyz"]
@@ -109,7 +109,7 @@ def test_a_user_gets_limits_in_the_tree_systemd_delegated(v2_tree: Path,
 def test_a_user_outside_a_systemd_session_falls_back(v2_tree: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    monkeypatch.setattr(_cgroups, "_own_cgroup", lambda: "/docker/abcdef")
+    monkeypatch.setattr(cgroups, "_own_cgroup", lambda: "/docker/abcdef")
     with pytest.raises(OSError, match="delegated"):
         CgroupLimits("1-a", 1 << 20, 8)
     assert cgroup_parents() == []

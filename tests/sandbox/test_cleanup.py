@@ -14,8 +14,8 @@ import pytest
 import taskgym
 from taskgym.agents import ScriptedAgent
 from taskgym.evaluation import run_episode
-from taskgym.sandbox._cgroups import cgroup_parents
-from taskgym.sandbox.cleanup import reap, runtime_root
+from taskgym.sandbox.host.cgroups import cgroup_parents
+from taskgym.sandbox.host.cleanup import reap, runtime_root
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 
@@ -76,7 +76,7 @@ def test_the_reaper_removes_what_a_killed_run_left() -> None:
         f"env = taskgym.make('coding-terminal-v0', tasks={str(CALC)!r})\n"
         "env.reset()\n"
         "env.step({'tool': 'bash', 'args': {'command': 'sleep 999 &'}})\n"
-        "from taskgym.sandbox.cleanup import runtime_root, session_name\n"
+        "from taskgym.sandbox.host.cleanup import runtime_root, session_name\n"
         "(runtime_root() / (session_name() + '-scratch')).mkdir()\n"
         "print(os.getpid(), flush=True)\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"

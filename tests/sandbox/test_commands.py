@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from taskgym.sandbox import Backend, SandboxSpec
-from taskgym.sandbox._commands import SOURCE_TRIGGER, CommandFile
+from taskgym.sandbox.shell.commands import SOURCE_TRIGGER, CommandFile
 
 
 @pytest.fixture()

@@ -1,4 +1,5 @@
-"""Backend configs: one frozen model per backend, chosen by ``type``."""
+"""Backend configs: one frozen model per backend, chosen by ``type`` (the backend's name in the
+``taskgym.backends`` entry-point group)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import pytest
 
 import taskgym
 from taskgym.errors import ConfigError
-from taskgym.sandbox import DockerConfig, LocalConfig, backend_config, snapshot_store, spares
+from taskgym.sandbox import DockerConfig, LocalConfig, backend_config
 from taskgym.sandbox.config import whole_number_env
+from taskgym.sandbox.snapshots import spares, store
 
 
 def test_names_and_mappings_become_configs(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -22,11 +24,13 @@ def test_names_and_mappings_become_configs(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 @pytest.mark.parametrize("choice, message", [
-    ("nope", "unknown sandbox backend 'nope'; available: 'local', 'docker'"),
+    ("nope", "no sandbox backend named 'nope' is installed (installed: 'docker', 'local', 'unisolated')"),
+    ("lokal", "Did you mean 'local'?"),
     ({"type": "docker", "pool": 2}, "pool: Extra inputs are not permitted"),
     ({"type": "docker", "pool_size": -1}, "pool_size: Input should be greater than or equal to 0"),
-    ({"type": "vm"}, "does not match any of the expected tags"),
-    (3, "sandbox must be a backend name (local, docker), a config or a Backend, not int"),
+    ({"type": "vm"}, "no sandbox backend named 'vm' is installed"),
+    ({"pool_size": 2}, "a sandbox config needs its backend's name as 'type'"),
+    (3, "sandbox must be a backend name (docker, local, unisolated), a config or a Backend, not int"),
 ])
 def test_bad_choices_say_what_is_accepted(choice: object, message: str) -> None:
     with pytest.raises(ConfigError) as info:
@@ -37,7 +41,7 @@ def test_bad_choices_say_what_is_accepted(choice: object, message: str) -> None:
 _COUNTS = {  # each whole-number variable: what reads it, its minimum, what its message adds
     "TASKGYM_DOCKER_POOL": (lambda: DockerConfig().pool_size, 0, "0 starts each container"),
     "TASKGYM_WARM_GRADERS": (lambda: LocalConfig().warm_graders, 0, "0 turns warm graders off"),
-    "TASKGYM_SNAPSHOT_MEMORY_BYTES": (snapshot_store.memory_budget, 0,
+    "TASKGYM_SNAPSHOT_MEMORY_BYTES": (store.memory_budget, 0,
                                       "bytes; 0 keeps snapshots on the runtime root"),
     "TASKGYM_FORK_SPARES": (spares.max_spares, 0, "0 turns spares off"),
     "TASKGYM_TEST_COUNT": (lambda: whole_number_env("TASKGYM_TEST_COUNT", 7, minimum=1), 1, ""),
@@ -67,7 +71,7 @@ def test_configs_are_frozen_and_hashable() -> None:
 
 
 def test_make_refuses_an_unknown_backend_at_once() -> None:
-    with pytest.raises(ConfigError, match="unknown sandbox backend 'nope'"):
+    with pytest.raises(ConfigError, match="no sandbox backend named 'nope' is installed"):
         taskgym.make("coding-terminal-v0", sandbox="nope")
 
 

@@ -18,11 +18,13 @@ from pathlib import Path
 import pytest
 
 from taskgym.errors import ConfigError
-from taskgym.sandbox import SandboxSpec, _tree, disk
-from taskgym.sandbox.cleanup import reap, runtime_root, set_runtime_root
+from taskgym.sandbox import SandboxSpec
+from taskgym.sandbox.host import tree
+from taskgym.sandbox.host.cleanup import reap, runtime_root, set_runtime_root
 from taskgym.sandbox.local import LocalBackend
-from taskgym.sandbox.loopfs import loop_filesystem, missing
-from taskgym.sandbox.spares import Spares
+from taskgym.sandbox.snapshots import disk
+from taskgym.sandbox.snapshots.loopfs import loop_filesystem, missing
+from taskgym.sandbox.snapshots.spares import Spares
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 
@@ -100,10 +102,10 @@ def test_tree_copies_share_extents(cow_root: tuple[str, Path]) -> None:
     (src / "small").write_bytes(b"tiny")
     before = used_bytes(folder)
     dst.mkdir()
-    stats = _tree.CopyStats()
+    stats = tree.CopyStats()
     fds = [os.open(p, os.O_RDONLY | os.O_DIRECTORY) for p in (src, dst)]
     try:
-        assert _tree.copy_tree(fds[0], fds[1], stats) == len(big) + 4
+        assert tree.copy_tree(fds[0], fds[1], stats) == len(big) + 4
     finally:
         for fd in fds:
             os.close(fd)

@@ -25,8 +25,8 @@ import taskgym
 from taskgym.sandbox import SandboxSpec
 from taskgym.sandbox.docker import DockerBackend, DockerSession
 from taskgym.sandbox.docker.container import KEEPER_UID, LABEL, OWNER_LABEL
-from taskgym.sandbox.host_python import PythonView
-from taskgym.sandbox.procs import SANDBOX_UID
+from taskgym.sandbox.host.procs import SANDBOX_UID
+from taskgym.sandbox.host.python_view import PythonView
 
 pytestmark = pytest.mark.docker
 

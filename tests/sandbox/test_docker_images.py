@@ -75,7 +75,7 @@ def test_an_interpreter_under_tmp_is_refused_for_the_host_python_image(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Every container mounts its own empty /tmp, which would hide such a copy."""
     import taskgym.sandbox.docker.host_python_image as host_python_image
-    from taskgym.sandbox.host_python import PythonView
+    from taskgym.sandbox.host.python_view import PythonView
 
     view = PythonView("/tmp/venv/bin/python3", ("/opt/python/lib", "/tmp/venv/bin"), ())
     monkeypatch.setattr(host_python_image, "python_view", lambda _executable: view)

@@ -18,8 +18,8 @@ import pytest
 
 from taskgym.errors import SandboxPathError
 from taskgym.sandbox import Backend, SandboxSpec, Session
+from taskgym.sandbox.host.procs import sandbox_processes
 from taskgym.sandbox.local import LocalBackend, LocalSession
-from taskgym.sandbox.procs import sandbox_processes
 
 pytestmark = [pytest.mark.escape]
 

@@ -135,7 +135,10 @@ def test_a_forked_child_neither_takes_nor_closes_the_parents_containers() -> Non
 
 _GC_IN_THE_HOOKS = r"""
 import gc, json, os, time, weakref
-from taskgym.sandbox import booting, warm
+from taskgym.sandbox.host import booting
+
+# a job thread (whose child hook allocates) and a finalizer that takes the warm graders'
+from taskgym.sandbox.grading import warm
 
 # a job thread (whose child hook allocates) and a finalizer that takes the warm graders'
 # lock, which the fork holds: the situation of a dropped env's lease collected there
@@ -175,7 +178,7 @@ def test_a_collection_during_the_fork_takes_no_lock_the_fork_holds() -> None:
 
 _FORKS_FROM_TWO_THREADS = r"""
 import gc, json, os, threading
-from taskgym.sandbox.forking import at_fork
+from taskgym.sandbox.host.at_fork import at_fork
 
 first_in_window, let_go = threading.Event(), threading.Event()
 def hold_the_first_fork() -> None:

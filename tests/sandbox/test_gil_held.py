@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from taskgym.sandbox import _gil_held
+from taskgym.sandbox.host import gil_held
 
 
 @pytest.fixture()
@@ -26,7 +26,7 @@ def pipe() -> Iterator[tuple[int, int]]:
             pass
 
 
-IMPLEMENTATIONS = _gil_held.implementations()
+IMPLEMENTATIONS = gil_held.implementations()
 
 
 @pytest.fixture(params=sorted(IMPLEMENTATIONS))
@@ -37,7 +37,7 @@ def calls(request: pytest.FixtureRequest) -> SimpleNamespace:
 
 def test_the_compiled_helper_is_in_use() -> None:
     # install.sh installs gcc before taskgym, so the build compiled the helper
-    assert _gil_held.IMPLEMENTATION == "c", "reinstall taskgym with a C compiler present"
+    assert gil_held.IMPLEMENTATION == "c", "reinstall taskgym with a C compiler present"
     assert set(IMPLEMENTATIONS) == {"c", "ctypes", "os"}
 
 

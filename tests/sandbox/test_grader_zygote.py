@@ -23,8 +23,8 @@ from taskgym.core.reward import RewardResult
 from taskgym.core.task import Task
 from taskgym.sandbox import Backend, LocalConfig, SandboxSpec, get_backend
 from taskgym.sandbox.grading import run_grader
+from taskgym.sandbox.grading.warm import close_warm_graders
 from taskgym.sandbox.local.zygote import live_zygotes
-from taskgym.sandbox.warm import close_warm_graders
 
 pytest.importorskip("cadquery", reason="the cad extra is not installed: pip install 'taskgym[cad]'")
 
@@ -341,7 +341,7 @@ def test_an_idle_zygote_is_stopped_and_boots_again_on_demand(
     """The idle sweep (the backend's ``warm_idle_sec``) stops a zygote whose kind had no grade
     and no reset for that long, but not while a grade of it runs nor while a live episode
     counts on it; the next grade boots it again."""
-    from taskgym.sandbox.warm_leases import Lease
+    from taskgym.sandbox.grading.warm_leases import Lease
 
     monkeypatch.setattr(zygote, "warm_idle_sec", 1.0)
     spec, argv = _sleeping_grader(tmp_path / "grader")
@@ -522,7 +522,7 @@ def test_a_grade_outlives_the_last_lease_of_its_kind(zygote: Backend, cad_tasks:
     closing it at once killed the grade (seen in the full suite, where a dropped env's
     finalizer ran mid-grade)."""
     from taskgym.domains.cad.verifier import grader_of
-    from taskgym.sandbox.warm_leases import Lease
+    from taskgym.sandbox.grading.warm_leases import Lease
 
     task = cad_tasks.get("plate-four-holes")
     made = grader_of(task, None)
@@ -553,8 +553,8 @@ def test_an_env_collected_while_the_zygotes_lock_is_held_does_not_deadlock(
     it."""
     import gc
 
+    from taskgym.sandbox.grading.warm_leases import USERS, close_dropped
     from taskgym.sandbox.local import zygote as zygotes
-    from taskgym.sandbox.warm_leases import USERS, close_dropped
 
     env = taskgym.make("cad-cadquery-v0", sandbox=zygote)
     env.reset(options={"task_id": "plate-four-holes"})

@@ -26,7 +26,7 @@ print(nonce, json.dumps({"after": True}), file=report)
 
 
 WARM = pytest.mark.parametrize("preload", [None, ("json",)], ids=["cold", "warm"])
-"""Each runner test cold, and through a pre-started grader (taskgym.sandbox.warm)."""
+"""Each runner test cold, and through a pre-started grader (taskgym.sandbox.grading.warm)."""
 
 
 @WARM

@@ -17,7 +17,7 @@ import pytest
 
 from taskgym.paths import envs_dir
 from taskgym.sandbox import SandboxSpec
-from taskgym.sandbox.host_python import (
+from taskgym.sandbox.host.python_view import (
     PythonView,
     host_python_view,
     packages_installed_at,
@@ -38,7 +38,7 @@ from pathlib import Path
 from taskgym.core.hidden import find_hidden, hidden_files
 from taskgym.core.task import FolderTaskSet
 from taskgym.sandbox import SandboxSpec
-from taskgym.sandbox.host_python import host_python_view
+from taskgym.sandbox.host.python_view import host_python_view
 from taskgym.sandbox.local import LocalBackend
 roots, imports = json.loads(sys.argv[1]), sys.argv[2]
 files, _ = hidden_files([t for root in roots for t in FolderTaskSet(Path(root), "probe")])

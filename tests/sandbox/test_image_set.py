@@ -19,7 +19,7 @@ from taskgym.sandbox.docker.host_python_image import (
     PYTHON_LABEL,
     host_python_mismatch,
 )
-from taskgym.sandbox.host_python import PythonView
+from taskgym.sandbox.host.python_view import PythonView
 
 
 class FakeImages:

@@ -14,7 +14,7 @@ from taskgym.errors import SandboxError, SandboxFileError, SandboxPathError
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec, Session
 
 
-class _Files:  # a mixin, as sandbox._fs.WorkspaceFiles is for both real sessions
+class _Files:  # a mixin, as sandbox.host.fs.WorkspaceFiles is for both real sessions
     def read_file(self, path: str, limit: int | None = None) -> bytes:
         raise FileNotFoundError(errno.ENOENT, "No such file or directory")
 

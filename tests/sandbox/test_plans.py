@@ -1,4 +1,4 @@
-"""Plans (taskgym.sandbox.plans): the driver that runs many at once, and commands as plans.
+"""Plans (taskgym.sandbox.shell.plans): the driver that runs many at once, and commands as plans.
 
 The driver's tests wait on pipes (no sandbox); tests taking ``backend`` run on every backend.
 """
@@ -16,9 +16,9 @@ import pytest
 
 from taskgym.errors import SandboxError
 from taskgym.sandbox import Backend, ExecResult, SandboxSpec
+from taskgym.sandbox.host.os_errors import guard
 from taskgym.sandbox.local import LocalBackend
-from taskgym.sandbox.os_errors import guard
-from taskgym.sandbox.plans import Plan, drive_plans
+from taskgym.sandbox.shell.plans import Plan, drive_plans
 
 
 @pytest.fixture

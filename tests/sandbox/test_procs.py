@@ -11,7 +11,7 @@ import textwrap
 
 _PRELUDE = textwrap.dedent("""
     import errno, os, resource, subprocess, threading, time
-    from taskgym.sandbox import procs
+    from taskgym.sandbox.host import procs
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     def exhausted():
         lowest = os.dup(0)

@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from taskgym.errors import ConfigError
-from taskgym.sandbox import SandboxSpec, _tree, disk
-from taskgym.sandbox.cleanup import runtime_root, set_runtime_root
+from taskgym.sandbox import SandboxSpec
+from taskgym.sandbox.host import tree
+from taskgym.sandbox.host.cleanup import runtime_root, set_runtime_root
 from taskgym.sandbox.local import LocalBackend
+from taskgym.sandbox.snapshots import disk
 
 
 @pytest.fixture()
@@ -69,9 +71,9 @@ def test_the_tree_copy_falls_back_to_a_full_copy(tmp_path: Path) -> None:
     (src / "d" / "f").write_bytes(b"x" * 100_000)
     dst.mkdir()
     fds = [os.open(p, os.O_RDONLY | os.O_DIRECTORY) for p in (src, dst)]
-    stats = _tree.CopyStats()
+    stats = tree.CopyStats()
     try:
-        assert _tree.copy_tree(fds[0], fds[1], stats) == 100_000
+        assert tree.copy_tree(fds[0], fds[1], stats) == 100_000
     finally:
         for fd in fds:
             os.close(fd)

@@ -1,4 +1,4 @@
-"""Snapshots of tmpfs workspaces kept in memory (sandbox/snapshot_store.py): where they go,
+"""Snapshots of tmpfs workspaces kept in memory (sandbox/snapshots/store.py): where they go,
 what they count, the fallbacks to the runtime root, their removal and reaping (both
 backends: a docker workspace is a tmpfs too)."""
 
@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from taskgym.sandbox import Backend, SandboxSpec, Session, cleanup, snapshot_store
-from taskgym.sandbox.cleanup import memory_root, runtime_root
+from taskgym.sandbox import Backend, SandboxSpec, Session
+from taskgym.sandbox.host import cleanup
+from taskgym.sandbox.host.cleanup import memory_root, runtime_root
+from taskgym.sandbox.snapshots import store
 
 
 @pytest.fixture()
@@ -36,13 +38,13 @@ def test_a_tmpfs_workspace_is_saved_in_memory_and_counted(backend: Backend,
     root = memory_root()
     if root is None:
         pytest.skip("no writable /dev/shm here")
-    held = snapshot_store.memory_held()
+    held = store.memory_held()
     snap = session.snapshot()
     try:
         assert snap.storage == "memory" and snap.folder.parent == root
         assert snap.workspace_bytes == 300_002
         assert snap.memory_bytes == 300_002
-        assert snapshot_store.memory_held() == held + 300_002
+        assert store.memory_held() == held + 300_002
         assert (snap.workspace / "data").stat().st_size == 300_000
         assert root.stat().st_mode & 0o777 == 0o700
         with backend.fork(snap) as child:
@@ -50,7 +52,7 @@ def test_a_tmpfs_workspace_is_saved_in_memory_and_counted(backend: Backend,
     finally:
         snap.close()
     snap.close()  # idempotent: counted back once
-    assert snapshot_store.memory_held() == held
+    assert store.memory_held() == held
     assert not snap.folder.exists() and not ours(root)
 
 
@@ -60,11 +62,11 @@ def test_over_the_budget_it_goes_to_the_runtime_root(session: Session, budget: s
     """Budget off, or too small for this workspace: saved on the runtime root, nothing left
     in memory (a copy cut short there is removed) and nothing counted."""
     monkeypatch.setenv("TASKGYM_SNAPSHOT_MEMORY_BYTES", budget)
-    held = snapshot_store.memory_held()
+    held = store.memory_held()
     snap = session.snapshot()
     try:
         assert snap.storage == "runtime-root" and snap.folder.parent == runtime_root()
-        assert (snap.memory_bytes, snapshot_store.memory_held()) == (0, held)
+        assert (snap.memory_bytes, store.memory_held()) == (0, held)
         assert not ours(memory_root())
         assert (snap.workspace / "data").stat().st_size == 300_000
     finally:

@@ -1,4 +1,4 @@
-"""Spare sandboxes for forks (sandbox/spares.py), on both backends: a fork fills a started,
+"""Spare sandboxes for forks (sandbox/snapshots/spares.py), on both backends: a fork fills a started,
 unused sandbox of the same spec; the child is as independent as one started on the spot; a
 dead spare or another spec is never used; closing leaves nothing."""
 
@@ -12,7 +12,7 @@ import taskgym
 from taskgym.checks import host_state
 from taskgym.core.env import TaskEnv
 from taskgym.sandbox import Backend, SandboxSpec, Session
-from taskgym.sandbox.spares import Spares
+from taskgym.sandbox.snapshots.spares import Spares
 
 SPEC = SandboxSpec(memory_mb=300, pids=64)
 

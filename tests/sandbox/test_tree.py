@@ -14,7 +14,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from taskgym.sandbox import _tree
+from taskgym.sandbox.host import tree
 
 _USER = 65534
 _DIR = os.O_RDONLY | os.O_DIRECTORY
@@ -53,7 +53,7 @@ def _as_ordinary_user(work: Any) -> Any:
 def _remove(root: Path) -> None:
     fd = os.open(root, _DIR)  # clear_tree opens the locked folders itself
     try:
-        _tree.clear_tree(fd)
+        tree.clear_tree(fd)
     finally:
         os.close(fd)
     root.rmdir()
@@ -107,15 +107,15 @@ def _copy_count_and_clear(root: Path) -> dict[str, Any]:
     _build(src)
     src_fd, dst_fd = os.open(src, _DIR), os.open(dst, _DIR)
     try:
-        copied = _tree.copy_tree(src_fd, dst_fd)
-        counted = _tree.tree_bytes(src_fd)
+        copied = tree.copy_tree(src_fd, dst_fd)
+        counted = tree.tree_bytes(src_fd)
         modes_src, modes_dst = _modes(src_fd), _modes(dst_fd)
         os.chmod(dst / "locked", 0o700)
         os.chmod(dst / "locked" / "inner", 0o700)
         deep = (dst / "locked" / "inner" / "deep.txt").read_text()
         os.chmod(dst / "locked" / "inner", 0)
         os.chmod(dst / "locked", 0)
-        _tree.clear_tree(dst_fd)
+        tree.clear_tree(dst_fd)
         left = os.listdir(dst_fd)
     finally:
         os.close(src_fd)

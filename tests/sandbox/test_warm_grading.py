@@ -1,4 +1,4 @@
-"""Warm graders (taskgym.sandbox.warm): a grade in a pre-started sandbox, or forked by a grader
+"""Warm graders (taskgym.sandbox.grading.warm): a grade in a pre-started sandbox, or forked by a grader
 zygote, sees nothing of an earlier grade, scores exactly as a cold grade, a burst of grades
 takes one fresh grader each, the pool follows its users' demand, and no grader sandbox
 outlives its env (nor its idle time).
@@ -26,8 +26,8 @@ from taskgym.errors import SandboxError
 from taskgym.paths import envs_dir
 from taskgym.sandbox import Backend, SandboxSpec
 from taskgym.sandbox.grading import run_grader
-from taskgym.sandbox.warm import close_warm_graders, warm_pools
-from taskgym.sandbox.warm_leases import Lease
+from taskgym.sandbox.grading.warm import close_warm_graders, warm_pools
+from taskgym.sandbox.grading.warm_leases import Lease
 
 pytest.importorskip("cadquery", reason="the cad extra is not installed: pip install 'taskgym[cad]'")
 
@@ -407,8 +407,8 @@ def _leftovers(backend: Backend) -> set[str]:
                   for c, _ in items}  # the agent sessions' own warm pool
         found |= {f"container {c}" for c in _containers(backend) - pooled}
     else:
-        from taskgym.sandbox._cgroups import cgroup_parents
-        from taskgym.sandbox.cleanup import runtime_root
+        from taskgym.sandbox.host.cgroups import cgroup_parents
+        from taskgym.sandbox.host.cleanup import runtime_root
 
         prefix = f"{os.getpid()}-"
         found |= {f"dir {p}" for p in runtime_root().iterdir() if p.name.startswith(prefix)}

@@ -58,11 +58,11 @@ from taskgym.sandbox import (
     backend_config,
     get_backend,
 )
-from taskgym.sandbox.blocking import run_blocking
 from taskgym.sandbox.grading import Grader
-from taskgym.sandbox.os_errors import resource_error
-from taskgym.sandbox.spares import Spares
-from taskgym.sandbox.warm_leases import Lease, release_dropped
+from taskgym.sandbox.grading.warm_leases import Lease, release_dropped
+from taskgym.sandbox.host.blocking import run_blocking
+from taskgym.sandbox.host.os_errors import resource_error
+from taskgym.sandbox.snapshots.spares import Spares
 
 if TYPE_CHECKING:
     from typing import Self
@@ -117,7 +117,7 @@ class TaskEnv(EnvStepping, gym.Env[Observation, Any], abc.ABC):
     :class:`~taskgym.sandbox.grading.Grader` that :meth:`verify` grades with (``image``: the
     task's :meth:`container_image`), when it imports modules first: each reset then counts its
     episode in the warm graders of that kind, so that one waits when it grades
-    (:mod:`taskgym.sandbox.warm`)."""
+    (:mod:`taskgym.sandbox.grading.warm`)."""
     requires: ClassVar[tuple[str, ...]] = ()
     """Modules this process must be able to import to run the env."""
     local_requires: ClassVar[tuple[str, ...]] = ()
@@ -375,7 +375,7 @@ class TaskEnv(EnvStepping, gym.Env[Observation, Any], abc.ABC):
     async def areset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Observation, dict[str, Any]]:
-        """:meth:`reset` for asyncio, in the bounded pool (:mod:`taskgym.sandbox.blocking`):
+        """:meth:`reset` for asyncio, in the bounded pool (:mod:`taskgym.sandbox.host.blocking`):
         all a reset does blocks (stopping the last sandbox, starting bubblewrap or a
         container, a domain's own set-up), and a domain's ``reset`` override runs as it is,
         so the episode is the one ``reset`` gives. Running out of descriptors (with
@@ -441,7 +441,7 @@ class TaskEnv(EnvStepping, gym.Env[Observation, Any], abc.ABC):
         return fork_env(self, n)
 
     def fork_spares(self) -> Spares:
-        """The started, unused sandboxes this env's forks fill (:mod:`taskgym.sandbox.spares`),
+        """The started, unused sandboxes this env's forks fill (:mod:`taskgym.sandbox.snapshots.spares`),
         kept until the env is closed."""
         if self._spares is None:
             self._spares = Spares(self.backend)

@@ -11,7 +11,7 @@ the observation, reward and info. It yields at most twice:
 
 ``step`` answers them in the calling thread; ``astep`` awaits the tool's ``arun`` (or runs
 ``run`` in the bounded pool) and grades in the pool; ``poll_step`` is a plan of
-:mod:`taskgym.sandbox.plans` (the tool's ``plan``, else ``run`` and grading in the pool), for
+:mod:`taskgym.sandbox.shell.plans` (the tool's ``plan``, else ``run`` and grading in the pool), for
 the vector env's loop. Everything else (budgets, errors, crashes,
 the transcript) is the plan's, so both give the same observations.
 """
@@ -28,15 +28,15 @@ from taskgym.core.reward import FailureClass, RewardResult
 from taskgym.core.tool import ActionError, Tool, ToolCall, ToolResult, parse_action
 from taskgym.core.verdicts import no_verdict_of
 from taskgym.errors import NoVerdictError, TaskgymError
-from taskgym.sandbox.blocking import run_blocking
+from taskgym.sandbox.host.blocking import run_blocking
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from taskgym.core.task import Limits, Task
     from taskgym.sandbox import ResourceUsage, Session
-    from taskgym.sandbox.plans import Plan
-    from taskgym.sandbox.warm_leases import Lease
+    from taskgym.sandbox.grading.warm_leases import Lease
+    from taskgym.sandbox.shell.plans import Plan
 
 __all__ = ["EnvStepping", "Observation", "StepPlan", "StepResult", "describe", "utf8"]
 
@@ -119,7 +119,7 @@ class EnvStepping:
             return self._delivered(result)
 
     def poll_step(self, action: Any) -> Plan[StepResult]:
-        """:meth:`step` as a plan (:mod:`taskgym.sandbox.plans`), for a driver that runs many
+        """:meth:`step` as a plan (:mod:`taskgym.sandbox.shell.plans`), for a driver that runs many
         at once in one thread (the vector env's loop), with the same observations: the
         tool's ``plan`` (``bash`` waits on the local sandbox's shell), or its ``run`` in the
         bounded pool; grading in the pool."""

@@ -2,7 +2,7 @@
 :meth:`TaskEnv.fork` (new envs restored from one snapshot; each child's sandbox is a session
 fork, ``Backend.fork``, and no process is forked: docs/concepts.md names the three forks apart).
 
-An :class:`EpisodeSnapshot` is a :class:`~taskgym.sandbox.snapshot.SessionSnapshot` (the
+An :class:`EpisodeSnapshot` is a :class:`~taskgym.sandbox.snapshots.session_snapshot.SessionSnapshot` (the
 workspace and the shell's state) with the episode around it: the task, the step count, the
 time used (a restored episode's deadline is *now + what was left*), the episode's limits,
 the transcript, the render mode, the env's ``np_random`` state and the domain's own episode
@@ -26,8 +26,8 @@ import numpy as np
 
 from taskgym.core.task import Limits, Task
 from taskgym.errors import ConfigError, SandboxError
-from taskgym.sandbox.snapshot import SessionSnapshot
-from taskgym.sandbox.spares import Spares
+from taskgym.sandbox.snapshots.session_snapshot import SessionSnapshot
+from taskgym.sandbox.snapshots.spares import Spares
 
 if TYPE_CHECKING:
     from taskgym.core.env import TaskEnv

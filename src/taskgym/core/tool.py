@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 if TYPE_CHECKING:
-    from taskgym.sandbox.plans import Plan
+    from taskgym.sandbox.shell.plans import Plan
 
 __all__ = ["ActionError", "Tool", "ToolArgs", "ToolCall", "ToolResult", "inline_async", "inline_plan",
            "parse_action"]
@@ -65,8 +65,8 @@ class Tool:
 
     ``run`` does the call; ``arun``, when given, is the same call for asyncio (the env's
     ``astep`` awaits it). A tool without ``arun`` is run by ``astep`` in the bounded pool
-    (:mod:`taskgym.sandbox.blocking`), so a slow one never blocks the event loop. ``plan``,
-    when given, is the same call as a plan (:mod:`taskgym.sandbox.plans`), for the vector
+    (:mod:`taskgym.sandbox.host.blocking`), so a slow one never blocks the event loop. ``plan``,
+    when given, is the same call as a plan (:mod:`taskgym.sandbox.shell.plans`), for the vector
     env's loop, which waits on every sub-env's sandbox at once; without one, that loop runs
     ``run`` in the bounded pool.
     """

@@ -8,7 +8,7 @@ across pipes, two ways (``stepping``):
 - ``"loop"`` (the default when the sub-envs' sandboxes are local or docker ones, whose
   shells are waited on with no thread: :data:`LOOP_BACKENDS`): the calling thread steps
   every sub-env at once, each step a plan (:meth:`~taskgym.core.env.TaskEnv.poll_step`) and
-  all of them driven by one ``poll`` loop (:func:`~taskgym.sandbox.plans.drive_plans`): the
+  all of them driven by one ``poll`` loop (:func:`~taskgym.sandbox.shell.plans.drive_plans`): the
   sandboxes' answers are waited for together, with no event-loop machinery and no thread
   handing work to another; only what blocks (grading, a tool with no plan) goes to the
   bounded pool. What the loop cannot take still goes through the threads: resets (they

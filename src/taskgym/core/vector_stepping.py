@@ -14,7 +14,7 @@ from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker
 
 from taskgym.core.env import TaskEnv
 from taskgym.core.wrappers import TaskMethods
-from taskgym.sandbox.plans import drive_plans
+from taskgym.sandbox.shell.plans import drive_plans
 
 __all__ = ["LoopStepper", "Step", "Threads"]
 
@@ -92,7 +92,7 @@ class Threads:
 class LoopStepper:
     """Steps sub-envs all at once from the calling thread: each one's
     :meth:`~taskgym.core.env.TaskEnv.poll_step`, driven together by
-    :func:`~taskgym.sandbox.plans.drive_plans` (one ``poll`` over every sub-env's sandbox)."""
+    :func:`~taskgym.sandbox.shell.plans.drive_plans` (one ``poll`` over every sub-env's sandbox)."""
 
     def task_envs(self, envs: Sequence[gym.Env[Any, Any]]) -> list[TaskEnv] | None:
         """:meth:`steppable` of every env, or ``None`` when one is not (looked at on every

@@ -5,14 +5,13 @@
   the env's image.
 * The workspace (:func:`prepare_workspace`): ``environment/files``, after
   ``environment/setup.sh`` when the task has one (run once in a sandbox like the agent's,
-  its result cached); on a container backend, a task image's own working folder comes first
-  (:func:`image_workspace`).
+  its result cached); on a backend that runs images, a task image's own working folder comes
+  first (:meth:`Backend.image_workspace <taskgym.sandbox.base.Backend.image_workspace>`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import shutil
 from pathlib import Path
 
 from taskgym.core.task import Task
@@ -21,7 +20,7 @@ from taskgym.errors import ConfigError
 from taskgym.paths import cache_dir, staging_for
 from taskgym.sandbox import Backend, SandboxSpec
 
-__all__ = ["image_workspace", "prepare_workspace", "task_image", "task_workspace"]
+__all__ = ["prepare_workspace", "task_image", "task_workspace"]
 
 
 def task_image(task: Task, default: str | None) -> str | None:
@@ -36,13 +35,14 @@ def task_image(task: Task, default: str | None) -> str | None:
 
 def task_workspace(task: Task, backend: Backend, spec: SandboxSpec,
                    env_image: str | None) -> Path | None:
-    """:func:`prepare_workspace`; on the docker backend, when the task has an image of its own
-    (not ``env_image``), that image's working folder (what its Dockerfile put there: taskgym's
-    workspace is a fresh folder over it) comes first, with the prepared files copied over it."""
+    """:func:`prepare_workspace`; when the task has an image of its own (not ``env_image``)
+    and the backend runs images (docker), that image's working folder (what its Dockerfile put
+    there: taskgym's workspace is a fresh folder over it) comes first, with the prepared files
+    copied over it (:meth:`~taskgym.sandbox.base.Backend.image_workspace`)."""
     seed = prepare_workspace(task, backend)
-    if backend.name != "docker" or spec.image is None or spec.image == env_image:
+    if spec.image is None or spec.image == env_image:
         return seed
-    return image_workspace(backend, spec, seed)
+    return backend.image_workspace(spec, seed) or seed
 
 
 def prepare_workspace(task: Task, backend: Backend) -> Path | None:
@@ -72,26 +72,4 @@ def prepare_workspace(task: Task, backend: Backend) -> Path | None:
         session.stop()
         with staging_for(dest) as staging:
             session.export_workspace(staging)
-    return dest
-
-
-def image_workspace(backend: Backend, spec: SandboxSpec, seed: Path | None) -> Path:
-    """The working folder (``/app``) of the docker image of ``spec`` with ``seed`` copied over
-    it, cached by image id and the content of ``seed``."""
-    from taskgym.sandbox.docker import DockerBackend
-    from taskgym.sandbox.docker.images import export_image_dir, folder_hash
-
-    assert isinstance(backend, DockerBackend)
-    tag = backend.image(spec)
-    image_id = backend.client.images.get(tag).id.removeprefix("sha256:")[:24]
-    seed_hash = folder_hash(seed) if seed is not None else "-"
-    key = hashlib.sha256(f"{image_id}\0{seed_hash}".encode()).hexdigest()[:24]
-    dest = cache_dir() / "image-workspaces" / key
-    if dest.is_dir():
-        return dest
-    with staging_for(dest) as staging:
-        if not export_image_dir(backend.client, tag, spec.workdir, staging):
-            staging.mkdir()
-        if seed is not None:
-            shutil.copytree(seed, staging, symlinks=True, dirs_exist_ok=True)
     return dest

@@ -20,7 +20,7 @@ import gymnasium as gym
 if TYPE_CHECKING:
     from taskgym.core.env import StepResult, TaskEnv
     from taskgym.core.episode_snapshot import EpisodeSnapshot
-    from taskgym.sandbox.plans import Plan
+    from taskgym.sandbox.shell.plans import Plan
 
 __all__ = ["TaskMethods"]
 

@@ -19,8 +19,8 @@ from typing import Any
 from taskgym.core.registry import make
 from taskgym.core.wrappers import TaskMethods
 from taskgym.errors import TaskgymError
-from taskgym.sandbox.blocking import run_blocking
-from taskgym.sandbox.cleanup import reap
+from taskgym.sandbox.host.blocking import run_blocking
+from taskgym.sandbox.host.cleanup import reap
 
 __all__ = ["EnvHost", "PoolCapacityError", "PoolError", "SessionLost"]
 
@@ -88,7 +88,7 @@ class EnvHost:
 
     async def close_all(self) -> int:
         """Close every env of this actor, then remove what sandboxes of dead processes on this
-        node left behind (an actor killed before: :func:`taskgym.sandbox.cleanup.reap`).
+        node left behind (an actor killed before: :func:`taskgym.sandbox.host.cleanup.reap`).
         Returns how many envs were closed."""
         envs, self.envs = list(self.envs.values()), {}
         for env in envs:

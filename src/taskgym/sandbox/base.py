@@ -15,18 +15,20 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from taskgym.errors import SandboxError
-from taskgym.sandbox.blocking import run_blocking
-from taskgym.sandbox.os_errors import guard_class
+from taskgym.errors import ConfigError, SandboxError
+from taskgym.sandbox.host.blocking import run_blocking
+from taskgym.sandbox.host.os_errors import guard_class
 
 if TYPE_CHECKING:
-    from taskgym.sandbox.plans import Plan
-    from taskgym.sandbox.snapshot import SessionSnapshot
-    from taskgym.sandbox.spares import Spares
+    from taskgym.sandbox.config import BackendConfig
+    from taskgym.sandbox.grading.forks import GraderForks
+    from taskgym.sandbox.shell.plans import Plan
+    from taskgym.sandbox.snapshots.session_snapshot import SessionSnapshot
+    from taskgym.sandbox.snapshots.spares import Spares
 
 
 __all__ = ["CONCURRENT_AEXEC", "Backend", "ExecResult", "Prestarted", "ResourceUsage", "SandboxSpec",
@@ -121,11 +123,11 @@ class Session(abc.ABC):
     workspace_storage: str = "tmpfs"
     """Where the workspace lives: ``"tmpfs"`` (capped at ``disk_mb``; snapshots and forks copy
     its bytes) or ``"btrfs"`` (a local sandbox's capped subvolume on the runtime root's btrfs:
-    snapshots and forks clone its files, see :mod:`taskgym.sandbox.disk`)."""
+    snapshots and forks clone its files, see :mod:`taskgym.sandbox.snapshots.disk`)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Every backend's public methods raise :class:`SandboxError` subclasses, never a bare
-        ``OSError`` (:func:`~taskgym.sandbox.os_errors.guard`)."""
+        ``OSError`` (:func:`~taskgym.sandbox.host.os_errors.guard`)."""
         super().__init_subclass__(**kwargs)
         guard_class(cls, ("exec", "aexec", "exec_plan", "read_file", "write_file", "open_fifo",
                           "export_workspace", "stop", "usage", "close", "snapshot", "restore"))
@@ -143,7 +145,7 @@ class Session(abc.ABC):
         """:meth:`exec` for asyncio: the same result, awaited without blocking the loop.
 
         This default runs :meth:`exec` in the bounded shared pool
-        (:mod:`taskgym.sandbox.blocking`); a backend whose shell the loop can drive
+        (:mod:`taskgym.sandbox.host.blocking`); a backend whose shell the loop can drive
         overrides it (the local and docker sessions do, with no thread at all).
         """
         if not self._async_guard.acquire(blocking=False):
@@ -154,7 +156,7 @@ class Session(abc.ABC):
             self._async_guard.release()
 
     def exec_plan(self, command: str, timeout: float | None = None) -> Plan[ExecResult]:
-        """:meth:`exec` as a plan (:mod:`taskgym.sandbox.plans`), for a driver that runs many
+        """:meth:`exec` as a plan (:mod:`taskgym.sandbox.shell.plans`), for a driver that runs many
         at once in one thread (a vector env's sub-steps): the same result.
 
         This default yields one blocking :meth:`exec`, which the driver runs in the bounded
@@ -225,7 +227,7 @@ class Session(abc.ABC):
         """Whether the sandbox's processes are still running."""
 
     def snapshot(self) -> SessionSnapshot:
-        """Save the workspace and the shell's state (see :mod:`taskgym.sandbox.snapshot`).
+        """Save the workspace and the shell's state (see :mod:`taskgym.sandbox.snapshots.session_snapshot`).
 
         The workspace (files, modes, links, empty folders, times) is copied into a private
         host folder that no sandbox can see; the shell's variables, functions, aliases,
@@ -233,7 +235,8 @@ class Session(abc.ABC):
         running in the background are listed in the snapshot's ``background`` and are
         **not** carried by a restore. Raises :class:`~taskgym.errors.SandboxError` when the
         session is stopped or closed, when the shell cannot report its state (the agent broke
-        it, it is over :data:`~taskgym.sandbox.snapshot.SHELL_STATE_MAX`), or the copy fails.
+        it, it is over :data:`~taskgym.sandbox.snapshots.session_snapshot.SHELL_STATE_MAX`),
+        or the copy fails.
         """
         raise SandboxError(f"{type(self).__name__} does not support snapshots")
 
@@ -263,7 +266,7 @@ class Session(abc.ABC):
 class Prestarted(abc.ABC):
     """One command started ahead of time in a fresh sandbox with an empty workspace, holding a
     unix SEQPACKET socket to the host (:attr:`channel`): what a warm grader waits in (see
-    :mod:`taskgym.sandbox.warm`). It runs once: :meth:`finish` destroys the sandbox."""
+    :mod:`taskgym.sandbox.grading.warm`). It runs once: :meth:`finish` destroys the sandbox."""
 
     channel: socket.socket
     """The host's end; the command finds its own in ``TASKGYM_WARM_FD`` (an inherited
@@ -292,8 +295,11 @@ class Backend(abc.ABC):
     """Where sandboxes run: owns isolation, limits and cleanup."""
 
     name: str
+    """Its name in the ``taskgym.backends`` entry-point group (:mod:`taskgym.sandbox.backends`)."""
+    config_class: ClassVar[type[BackendConfig]]
+    """Its config (:class:`~taskgym.sandbox.config.BackendConfig` with ``type`` its name)."""
     warm_graders: int | None = None
-    """Most pre-started graders kept waiting per kind (:mod:`taskgym.sandbox.warm`); set from
+    """Most pre-started graders kept waiting per kind (:mod:`taskgym.sandbox.grading.warm`); set from
     the backend's config (``None``: the configs' default, ``TASKGYM_WARM_GRADERS`` or the CPU
     count; 0: warm graders off)."""
     warm_idle_sec: float = 60.0
@@ -303,6 +309,21 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def check(cls) -> str | None:
         """``None`` when usable here, else what is missing and how to install it."""
+
+    @classmethod
+    def from_config(cls, config: BackendConfig) -> Backend:
+        """The backend for ``config`` (:func:`~taskgym.sandbox.config.get_backend`), which
+        must be a :attr:`config_class`: :meth:`shared`."""
+        if not isinstance(config, cls.config_class):
+            raise ConfigError(f"the {cls.name} backend takes a {cls.config_class.__name__}, "
+                              f"not {config!r}")
+        return cls.shared(config)
+
+    @classmethod
+    def shared(cls, config: Any = None) -> Backend:
+        """The backend for ``config`` in this process: a new one by default (``cls(config)``);
+        the local and docker backends share one per config."""
+        return cls(config)  # type: ignore[call-arg]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """``start`` and ``run`` raise :class:`SandboxError` subclasses, never ``OSError``."""
@@ -321,10 +342,10 @@ class Backend(abc.ABC):
     def fork(self, snap: SessionSnapshot, spares: Spares | None = None) -> Session:
         """Start a new session that holds what ``snap`` saved (``snap.spec``, its workspace
         and shell state): :meth:`start` (or a started, unused session of ``spares``:
-        :mod:`taskgym.sandbox.spares`) then a restore into the fresh shell. The child is
+        :mod:`taskgym.sandbox.snapshots.spares`) then a restore into the fresh shell. The child is
         independent of the session the snapshot came from. Raises
         :class:`~taskgym.errors.SandboxError` as :meth:`start` and :meth:`Session.restore`."""
-        from taskgym.sandbox.snapshot import SnapshotSupport
+        from taskgym.sandbox.snapshots.session_snapshot import SnapshotSupport
 
         session = spares.take(snap.spec) if spares is not None else None
         if session is None:
@@ -360,3 +381,15 @@ class Backend(abc.ABC):
         its workspace later (:class:`Prestarted`). Backends without it raise
         ``NotImplementedError``."""
         raise NotImplementedError(f"the {self.name} backend cannot pre-start sandboxes")
+
+    def grader_forks(self) -> GraderForks | None:
+        """This backend's way to fork warm grades from a grader that imported its libraries
+        once (:mod:`taskgym.sandbox.grading.forks`), or ``None`` (the default): warm grades
+        come from the pool of :meth:`prestart` sandboxes."""
+        return None
+
+    def image_workspace(self, spec: SandboxSpec, seed: Path | None) -> Path | None:
+        """The start state of a workspace in ``spec.image`` when that image has a working
+        folder of its own: a host folder holding it with ``seed`` copied over it. ``None``
+        (the default) for a backend that runs no images: the workspace is ``seed`` alone."""
+        return None

@@ -2,19 +2,22 @@
 
 ``sandbox="local"`` and ``sandbox="docker"`` are shorthands for ``LocalConfig()`` and
 ``DockerConfig()``; a mapping such as ``{"type": "docker", "pool_size": 4}`` is validated
-into its config. Environment variables only supply defaults (``TASKGYM_DOCKER_POOL``,
-``TASKGYM_WARM_GRADERS``, ``TASKGYM_GRADER_ZYGOTE``).
+into its config. The ``type`` names a backend registered in the ``taskgym.backends``
+entry-point group (:mod:`taskgym.sandbox.backends`), whose class says its config
+(``config_class``) and makes itself from one (``from_config``). Environment variables only
+supply defaults (``TASKGYM_DOCKER_POOL``, ``TASKGYM_WARM_GRADERS``, ``TASKGYM_GRADER_ZYGOTE``).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from taskgym.errors import ConfigError
+from taskgym.sandbox.backends import backend_class, installed_backends
 
 if TYPE_CHECKING:
     from taskgym.sandbox.base import Backend
@@ -45,10 +48,19 @@ def warm_graders_default() -> int:
                             hint=" (0 turns warm graders off)")
 
 
-class WarmGraderConfig(BaseModel):
-    """What every backend config says about its warm graders (:mod:`taskgym.sandbox.warm`)."""
+class BackendConfig(BaseModel):
+    """The base of every backend's config: frozen, no unknown fields, and the ``type`` that
+    names its backend (each config narrows it to a ``Literal`` of its own name)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: str
+    """The backend's name in the ``taskgym.backends`` entry-point group."""
+
+
+class WarmGraderConfig(BackendConfig):
+    """What the local and docker configs say about their warm graders
+    (:mod:`taskgym.sandbox.grading.warm`)."""
 
     warm_graders: int = Field(default_factory=warm_graders_default, ge=0, le=256)
     """Most pre-started graders kept waiting per kind of grader: the pool follows the live
@@ -91,40 +103,30 @@ class DockerConfig(WarmGraderConfig):
     (default: ``TASKGYM_DOCKER_POOL``, else 2)."""
 
 
-BackendConfig = Annotated[LocalConfig | DockerConfig, Field(discriminator="type")]
-_ADAPTER: TypeAdapter[LocalConfig | DockerConfig] = TypeAdapter(BackendConfig)
-_KINDS = ("local", "docker")
-
-
-def backend_config(
-    choice: str | Mapping[str, Any] | LocalConfig | DockerConfig,
-) -> LocalConfig | DockerConfig:
-    """The config ``choice`` names; raises :class:`ConfigError` saying what is accepted."""
-    if isinstance(choice, LocalConfig | DockerConfig):
+def backend_config(choice: str | Mapping[str, Any] | BackendConfig) -> BackendConfig:
+    """The config ``choice`` names (a backend's name, a mapping with its ``type``, or a config);
+    raises :class:`ConfigError` saying what is accepted and which backends are installed."""
+    if isinstance(choice, BackendConfig):
         return choice
     if isinstance(choice, str):
-        if choice not in _KINDS:
-            raise ConfigError(f"unknown sandbox backend {choice!r}; available: "
-                              f"{', '.join(map(repr, _KINDS))} (or a LocalConfig, DockerConfig or Backend)")
         choice = {"type": choice}
     if not isinstance(choice, Mapping):
-        raise ConfigError(f"sandbox must be a backend name ({', '.join(_KINDS)}), a config or a "
-                          f"Backend, not {type(choice).__name__}")
+        raise ConfigError(f"sandbox must be a backend name ({', '.join(installed_backends())}), a "
+                          f"config or a Backend, not {type(choice).__name__}")
+    kind = choice.get("type")
+    if not isinstance(kind, str):
+        raise ConfigError(f"a sandbox config needs its backend's name as 'type' (installed: "
+                          f"{', '.join(installed_backends())}), not {dict(choice)!r}")
+    config_class = backend_class(kind).config_class
     try:
-        return _ADAPTER.validate_python(dict(choice))
+        return config_class.model_validate(dict(choice))
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'config'}: {e['msg']}"
                              for e in exc.errors())
         raise ConfigError(f"bad sandbox config {dict(choice)!r}: {problems}") from None
 
 
-def get_backend(choice: str | Mapping[str, Any] | LocalConfig | DockerConfig) -> Backend:
+def get_backend(choice: str | Mapping[str, Any] | BackendConfig) -> Backend:
     """The backend for ``choice``; raises with install hints when it is unusable here."""
     config = backend_config(choice)
-    if isinstance(config, LocalConfig):
-        from taskgym.sandbox.local import LocalBackend
-
-        return LocalBackend.shared(config)
-    from taskgym.sandbox.docker import DockerBackend
-
-    return DockerBackend.shared(config)
+    return backend_class(config.type).from_config(config)

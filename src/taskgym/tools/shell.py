@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from taskgym.core.tool import Tool, ToolArgs, ToolResult, inline_async, inline_plan
 from taskgym.sandbox import ExecResult, Session
-from taskgym.sandbox.plans import Plan
+from taskgym.sandbox.shell.plans import Plan
 
 __all__ = ["format_exec", "python_tool", "shell_tools", "submit_tool"]
 

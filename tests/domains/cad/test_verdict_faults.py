@@ -25,8 +25,9 @@ from taskgym.core.task import load_task
 from taskgym.domains.cad import verifier
 from taskgym.evaluation import run_episode
 from taskgym.paths import envs_dir
-from taskgym.sandbox import Backend, grading, leftovers
-from taskgym.sandbox.procs import children, descendants
+from taskgym.sandbox import Backend, leftovers
+from taskgym.sandbox.grading import run as grading
+from taskgym.sandbox.host.procs import children, descendants
 
 MARKER = '    send(phase="begun")'
 """The line of grade.py after which a fault is injected into its setup."""

@@ -29,7 +29,7 @@ INSIDE_DIR = Path(__file__).parent / "inside"
 """Scripts that run inside sandboxes (worker, grader, geometry, render)."""
 INSIDE_MOUNT = "/.cad"
 PRELOAD = ("geometry", "compare", "scipy.spatial")
-"""What a pre-started grader imports before its grade (taskgym.sandbox.warm): CadQuery with it."""
+"""What a pre-started grader imports before its grade (taskgym.sandbox.grading.warm): CadQuery with it."""
 
 
 CHECK_PENALTY = 0.5

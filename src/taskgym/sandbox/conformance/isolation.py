@@ -7,7 +7,7 @@ import time
 
 from taskgym.sandbox.base import Backend, SandboxSpec
 from taskgym.sandbox.conformance.registry import check, expect
-from taskgym.sandbox.procs import running_argv
+from taskgym.sandbox.host.procs import running_argv
 
 
 @check

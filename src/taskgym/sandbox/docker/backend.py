@@ -7,8 +7,6 @@ import atexit
 import contextlib
 import gc
 import os
-import select
-import stat
 import threading
 import time
 import warnings
@@ -18,12 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from taskgym.errors import ConfigError, SandboxError, SandboxLostError, SandboxUnavailableError
-from taskgym.sandbox import _fs
-from taskgym.sandbox._commands import (
-    CONTROL_DIR,
-)
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec
-from taskgym.sandbox.cleanup import session_name
 from taskgym.sandbox.config import DockerConfig
 from taskgym.sandbox.docker.container import (
     Container,
@@ -33,6 +26,7 @@ from taskgym.sandbox.docker.container import (
     reap_containers,
     removals_pending,
 )
+from taskgym.sandbox.docker.engine import ENGINE_HINT, engine_client
 from taskgym.sandbox.docker.images import (
     BASE_IMAGE,
     HOST_PYTHON_IMAGE,
@@ -42,49 +36,18 @@ from taskgym.sandbox.docker.images import (
 )
 from taskgym.sandbox.docker.pool import Pool
 from taskgym.sandbox.docker.prestart import DockerPrestarted
+from taskgym.sandbox.docker.relay import FifoRelay, is_read_end, read_available
 from taskgym.sandbox.docker.session import LIVE_SESSIONS, DockerSession
 from taskgym.sandbox.docker.status_helper import helper_binary
-from taskgym.sandbox.forking import at_fork
-from taskgym.sandbox.procs import SANDBOX_UID, start_tick
+from taskgym.sandbox.host import fs
+from taskgym.sandbox.host.at_fork import at_fork
+from taskgym.sandbox.host.cleanup import session_name
+from taskgym.sandbox.host.procs import SANDBOX_UID, start_tick
+from taskgym.sandbox.shell.commands import (
+    CONTROL_DIR,
+)
 
 __all__ = ["LIVE_BACKENDS", "DockerBackend"]
-
-_ENGINE_HINT = (
-    "Install an engine (`sudo apt-get install -y docker.io`) and start it (`sudo dockerd "
-    "--bridge=none --iptables=false --ip-forward=false &`, or `sudo systemctl start docker`), "
-    "then build the images with `taskgym images build`.")
-
-
-ENGINE_CONNECTIONS = 64
-"""Connections to the engine kept for reuse (more are opened when more threads call at once)."""
-
-
-def engine_client() -> Any:
-    """A Docker SDK client of the engine ``DOCKER_HOST`` names, whose connections over a Unix
-    socket are pooled for the engine, not for each request's URL.
-
-    docker-py (7.1) keys its Unix-socket adapter's connection pools by the whole URL, in an LRU
-    of 25 that closes what it evicts: every request for a new container opened a new
-    connection, and 16 threads starting containers at once evicted and closed pools that other
-    threads were still reading from (an ``AttributeError`` out of urllib3, out of ``reset``).
-    One pool for the engine reuses connections and is never evicted."""
-    import docker
-    from docker.transport.unixconn import UnixHTTPAdapter
-
-    class EnginePool(UnixHTTPAdapter):  # type: ignore[misc]
-        def get_connection(self, url: str, proxies: Any = None) -> Any:
-            return super().get_connection("http+docker://localhost", proxies)
-
-    client = docker.from_env(timeout=120, max_pool_size=ENGINE_CONNECTIONS)
-    api = client.api
-    adapter = api.adapters.get("http+docker://")
-    if isinstance(adapter, UnixHTTPAdapter):
-        api.mount("http+docker://", EnginePool(f"http+unix://{adapter.socket_path}", api.timeout,
-                                               pool_connections=1,
-                                               max_pool_size=ENGINE_CONNECTIONS))
-        adapter.close()
-    return client
-
 
 def _owner() -> str:
     return session_name().rsplit("-", 1)[0]
@@ -100,6 +63,7 @@ class DockerBackend(Backend):
     """
 
     name = "docker"
+    config_class = DockerConfig
 
     def __init__(self, pool_size: int | None = None, config: DockerConfig | None = None) -> None:
         config = config or DockerConfig()
@@ -148,7 +112,7 @@ class DockerBackend(Backend):
             finally:
                 client.close()
         except Exception as exc:
-            problem = f"no Docker engine is reachable ({exc}). {_ENGINE_HINT}"
+            problem = f"no Docker engine is reachable ({exc}). {ENGINE_HINT}"
         if problem is not None:
             with warnings.catch_warnings():  # the SDK leaves the failed socket to the GC
                 warnings.simplefilter("ignore", ResourceWarning)
@@ -234,7 +198,7 @@ class DockerBackend(Backend):
             for host_path, inside in spec.ro_binds.items():
                 fd = os.open(container.root + inside, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
                 try:
-                    _fs.copy_in(Path(host_path), fd)
+                    fs.copy_in(Path(host_path), fd)
                 finally:
                     os.close(fd)
         except BaseException:
@@ -256,20 +220,20 @@ class DockerBackend(Backend):
         open for writing becomes a FIFO drained into the host fd while the command runs."""
         session = self._fresh(spec, seed)
         container = session._container
-        relays: list[_FifoRelay] = []
+        relays: list[FifoRelay] = []
         try:
             opens = []
             control = container.root + CONTROL_DIR
             for number in pass_fds:
                 path = f"{CONTROL_DIR}/fd{number}"
-                if _is_read_end(number):
-                    data = _read_available(number)
+                if is_read_end(number):
+                    data = read_available(number)
                     with open(f"{control}/fd{number}", "wb") as fh:
                         fh.write(data)
                     os.chown(f"{control}/fd{number}", SANDBOX_UID, SANDBOX_UID)
                     opens.append(f"{number}<{path}")
                 else:
-                    relays.append(_FifoRelay(f"{control}/fd{number}", number))
+                    relays.append(FifoRelay(f"{control}/fd{number}", number))
                     opens.append(f"{number}>{path}")
             command = " ".join(quote(arg) for arg in argv)
             if opens:
@@ -287,6 +251,13 @@ class DockerBackend(Backend):
             for relay in relays:
                 relay.finish()
         return result, usage
+
+    def image_workspace(self, spec: SandboxSpec, seed: Path | None) -> Path:
+        """The working folder of ``spec``'s image with ``seed`` over it
+        (:mod:`taskgym.sandbox.docker.workspace`)."""
+        from taskgym.sandbox.docker.workspace import image_workspace
+
+        return image_workspace(self, spec, seed)
 
     def close(self) -> None:
         """Drain the warm pool (sessions are closed by their owners)."""
@@ -342,66 +313,6 @@ def _close_all() -> None:
     deadline = time.monotonic() + 30
     while removals_pending() and time.monotonic() < deadline:
         time.sleep(0.01)
-
-
-# -- helpers ------------------------------------------------------------------------------
-
-
-class _FifoRelay:
-    """Copies what the container writes into a FIFO to a host fd, while it runs."""
-
-    def __init__(self, path: str, host_fd: int) -> None:
-        os.mkfifo(path, 0o600)
-        os.chown(path, SANDBOX_UID, SANDBOX_UID)
-        self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        self.host_fd = host_fd
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self._copy, daemon=True)
-        self.thread.start()
-
-    def _copy(self) -> None:
-        poll = select.poll()
-        poll.register(self.fd, select.POLLIN)
-        while True:
-            finishing = self.done.is_set()
-            poll.poll(50)
-            try:
-                chunk = os.read(self.fd, 65536)
-            except BlockingIOError:
-                chunk = b""
-            if chunk:
-                with contextlib.suppress(OSError):
-                    os.write(self.host_fd, chunk)
-            elif finishing:
-                break
-            else:
-                time.sleep(0.005)  # no writer yet, or between writes
-        os.close(self.fd)
-
-    def finish(self) -> None:
-        self.done.set()
-        self.thread.join(timeout=10)
-
-
-def _is_read_end(fd: int) -> bool:
-    """Whether the command reads ``fd``: open read-only, or a regular file open for both."""
-    import fcntl
-
-    mode = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE
-    return mode == os.O_RDONLY or (mode == os.O_RDWR and stat.S_ISREG(os.fstat(fd).st_mode))
-
-
-def _read_available(fd: int) -> bytes:
-    """What can be read from ``fd`` now, without waiting."""
-    chunks = []
-    poll = select.poll()
-    poll.register(fd, select.POLLIN)
-    while poll.poll(0):
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _tree_size(folder: Path) -> int:

@@ -17,18 +17,18 @@ from pathlib import Path
 from typing import Any
 
 from taskgym.errors import SandboxError, SandboxLostError
-from taskgym.sandbox._commands import (
+from taskgym.sandbox.base import ResourceUsage
+from taskgym.sandbox.docker.status_helper import HELPER_INSIDE, StatusListener, install_helper
+from taskgym.sandbox.host.booting import JobThread
+from taskgym.sandbox.host.cleanup import owner_alive
+from taskgym.sandbox.host.procs import SANDBOX_UID, children, sandbox_processes, start_tick
+from taskgym.sandbox.host.seccomp import DENIED_SYSCALLS
+from taskgym.sandbox.host.tree import clear_tree
+from taskgym.sandbox.shell.commands import (
     CONTROL_DIR,
     CONTROL_MB,
 )
-from taskgym.sandbox._seccomp import DENIED_SYSCALLS
-from taskgym.sandbox._tree import clear_tree
-from taskgym.sandbox.base import ResourceUsage
-from taskgym.sandbox.booting import JobThread
-from taskgym.sandbox.cleanup import owner_alive
-from taskgym.sandbox.docker.status_helper import HELPER_INSIDE, StatusListener, install_helper
-from taskgym.sandbox.procs import SANDBOX_UID, children, sandbox_processes, start_tick
-from taskgym.sandbox.shell_session import OUTPUT_NAMES
+from taskgym.sandbox.shell.session import OUTPUT_NAMES
 
 __all__ = ["KEEPER_UID", "LABEL", "OWNER_LABEL", "SHELL_ENV", "SHELL_PATH", "Container", "Shape", "Shell",
            "configured_path", "quote", "reap_containers", "removals_pending", "remove_later",
@@ -300,7 +300,7 @@ class Shell:
 def seccomp_profile() -> str:
     """The local backend's seccomp filter as a Docker profile (JSON).
 
-    Everything is allowed but the deny list of :mod:`taskgym.sandbox._seccomp` (EPERM),
+    Everything is allowed but the deny list of :mod:`taskgym.sandbox.host.seccomp` (EPERM),
     ``clone3`` (ENOSYS, so libc falls back to ``clone``) and the TIOCSTI / TIOCLINUX
     ioctls; only the native architecture is listed, so a call of another ABI kills.
     """

@@ -1,5 +1,5 @@
 """The ``taskgym/host-python`` image: the base plus a copy of what a local sandbox shows of a
-Python (:mod:`taskgym.sandbox.host_python`: its executable, shared libraries and import path,
+Python (:mod:`taskgym.sandbox.host.python_view`: its executable, shared libraries and import path,
 every taskgym installation and task folder left out), at the same paths, for envs whose spec
 asks for ``host_python`` (CadQuery, pdfplumber...) and the env images built on it.
 
@@ -32,7 +32,7 @@ from taskgym.sandbox.docker.images import (
     image_exists,
     local_tag,
 )
-from taskgym.sandbox.host_python import packages_installed_at, python_view
+from taskgym.sandbox.host.python_view import packages_installed_at, python_view
 
 __all__ = ["PACKAGES_LABEL", "PYTHON_LABEL", "build_host_python", "host_python_mismatch"]
 
@@ -44,7 +44,7 @@ PACKAGES_LABEL = "org.taskgym.python-packages"
 
 def build_host_python(client: Any, python: str | None = None, log: Any = print) -> str:
     """Build ``taskgym/host-python``: the base plus the view of ``python`` (default: the
-    interpreter running taskgym; see :mod:`taskgym.sandbox.host_python`: what a local sandbox
+    interpreter running taskgym; see :mod:`taskgym.sandbox.host.python_view`: what a local sandbox
     shows of it, taskgym left out), labelled with that interpreter and its packages' time."""
     executable = python or sys.executable
     view = python_view(executable)

@@ -7,7 +7,7 @@
 * ``taskgym/<env id>``: ``envs/<env id>/Dockerfile``, built on the base with no network.
 * ``taskgym/host-python``: the base plus a copy of what a local sandbox shows of the Python
   that runs taskgym (its executable, shared libraries and import path, every taskgym
-  installation and task folder left out: :mod:`taskgym.sandbox.host_python`), at the same
+  installation and task folder left out: :mod:`taskgym.sandbox.host.python_view`), at the same
   paths, for envs whose spec asks for ``host_python`` (CadQuery, pdfplumber...):
   :mod:`taskgym.sandbox.docker.host_python_image`.
 * A task folder's own ``environment/Dockerfile`` (Harbor / Terminal-Bench): built on first

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from taskgym.errors import SandboxError
-from taskgym.sandbox import _fs
-from taskgym.sandbox._commands import CONTROL_DIR
 from taskgym.sandbox.base import Prestarted, ResourceUsage, SandboxSpec
 from taskgym.sandbox.docker.container import Container
 from taskgym.sandbox.docker.session import own_tree
-from taskgym.sandbox.procs import SANDBOX_UID
+from taskgym.sandbox.host import fs
+from taskgym.sandbox.host.procs import SANDBOX_UID
+from taskgym.sandbox.shell.commands import CONTROL_DIR
 
 if TYPE_CHECKING:
     from taskgym.sandbox.docker.backend import DockerBackend
@@ -77,7 +77,7 @@ class DockerPrestarted(Prestarted):
         root = os.open(self._container.root + self.spec.workdir,
                        os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            _fs.copy_in(seed, root)
+            fs.copy_in(seed, root)
             own_tree(root)
         finally:
             os.close(root)

@@ -1,5 +1,5 @@
 """A docker session: a container and its persistent shell, driven like the local session
-(:mod:`taskgym.sandbox.shell_session`)."""
+(:mod:`taskgym.sandbox.shell.session`)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from taskgym.errors import SandboxError
-from taskgym.sandbox import _fs
-from taskgym.sandbox._commands import CONTROL_DIR, CommandFile
 from taskgym.sandbox.base import ResourceUsage, SandboxSpec
 from taskgym.sandbox.docker.container import Container, Shell, quote
-from taskgym.sandbox.procs import SANDBOX_UID, ticks_at
-from taskgym.sandbox.protocol import open_output
-from taskgym.sandbox.shell_session import OUTPUT_NAMES, ShellSession
+from taskgym.sandbox.host import fs
+from taskgym.sandbox.host.procs import SANDBOX_UID, ticks_at
+from taskgym.sandbox.shell.commands import CONTROL_DIR, CommandFile
+from taskgym.sandbox.shell.protocol import open_output
+from taskgym.sandbox.shell.session import OUTPUT_NAMES, ShellSession
 
 if TYPE_CHECKING:
     from taskgym.sandbox.docker.backend import DockerBackend
@@ -69,7 +69,7 @@ class DockerSession(ShellSession):
             finally:
                 os.close(control)
             if seed is not None:
-                _fs.copy_in(seed, self._root_fd)
+                fs.copy_in(seed, self._root_fd)
                 own_tree(self._root_fd)
             self._bootstrap()
         except BaseException:
@@ -142,9 +142,9 @@ class DockerSession(ShellSession):
     # -- files ------------------------------------------------------------------------
     def write_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
         super().write_file(path, data, mode)
-        _own_path(self._root(), _fs.relative_parts(path, self.spec.workdir))
+        _own_path(self._root(), fs.relative_parts(path, self.spec.workdir))
 
-    # -- the protocol's hooks (taskgym.sandbox.shell_session) ------------------------------
+    # -- the protocol's hooks (taskgym.sandbox.shell.session) ------------------------------
     def _running(self) -> bool:
         return self._shell_open is not None
 
@@ -168,7 +168,7 @@ class DockerSession(ShellSession):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, 9)
 
-    # -- snapshots (taskgym.sandbox.snapshot) --------------------------------------------
+    # -- snapshots (taskgym.sandbox.snapshots.session_snapshot) --------------------------------------------
     def _control_path(self) -> str:
         return self._container.root + CONTROL_DIR
 

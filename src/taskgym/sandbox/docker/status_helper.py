@@ -4,7 +4,7 @@ every container (:data:`HELPER_INSIDE`; no host path is mounted), connects as it
 output before it execs the shell. The
 shell keeps the helper's pid, which the host reads from the connection's credentials; from
 then on the kernel stamps each write on the socket with its writer's pid, as on the local
-backend's socket pair (:mod:`taskgym.sandbox.shell_session`).
+backend's socket pair (:mod:`taskgym.sandbox.shell.session`).
 
 The helper (``status_connect.c``) is compiled once per source on first use, with the host's
 C compiler and static C library (``gcc`` and ``libc6-dev`` on Debian), into the runtime
@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 
 from taskgym.errors import SandboxError, SandboxUnavailableError
-from taskgym.sandbox.cleanup import runtime_root
-from taskgym.sandbox.procs import SANDBOX_UID
+from taskgym.sandbox.host.cleanup import runtime_root
+from taskgym.sandbox.host.procs import SANDBOX_UID
 
 __all__ = ["HELPER_INSIDE", "StatusListener", "helper_binary", "install_helper"]
 

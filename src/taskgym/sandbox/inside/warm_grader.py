@@ -1,7 +1,7 @@
 """A pre-started, single-use grader: import the grader's libraries, wait for "go", run it once.
 
 Runs as ``python3 -I -B warm_grader.py MODULES SCRIPT [ARGS...]`` in a fresh sandbox whose workspace
-is still empty (see taskgym.sandbox.warm). ``MODULES`` is a comma-separated list of modules to
+is still empty (see taskgym.sandbox.grading.warm). ``MODULES`` is a comma-separated list of modules to
 import first (``SCRIPT``'s folder is on ``sys.path`` while they load). The channel to the host
 is a unix SEQPACKET socket: the inherited descriptor ``TASKGYM_WARM_FD``, or the path
 ``TASKGYM_WARM_SOCKET`` to connect to.

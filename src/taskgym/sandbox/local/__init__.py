@@ -9,8 +9,8 @@ cgroup can be had. The host reaches the workspace through a directory descriptor
 at start, so files can be copied out after every process has been killed.
 """
 
+from taskgym.sandbox.local.backend import LocalBackend
 from taskgym.sandbox.local.command_line import etc_files
-from taskgym.sandbox.local.launch import LocalBackend
 from taskgym.sandbox.local.session import LocalSession
 
 __all__ = ["LocalBackend", "LocalSession", "etc_files"]

@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 from taskgym.errors import ConfigError
-from taskgym.sandbox._commands import CONTROL_DIR, CONTROL_MB
 from taskgym.sandbox.base import SandboxSpec
-from taskgym.sandbox.host_python import host_python_view
-from taskgym.sandbox.procs import SANDBOX_UID
+from taskgym.sandbox.host.procs import SANDBOX_UID
+from taskgym.sandbox.host.python_view import host_python_view
+from taskgym.sandbox.shell.commands import CONTROL_DIR, CONTROL_MB
 
 __all__ = ["NESTED_PROC", "bwrap_argv", "etc_files", "memfd", "system_binds"]
 
@@ -84,7 +84,7 @@ def bwrap_argv(bwrap: str, spec: SandboxSpec, info_fd: int, block_fd: int, secco
     """The command line of ``bwrap`` for ``spec`` (no command yet); ``etc_fds`` hold the
     sandbox's ``/etc/passwd`` and ``/etc/group`` (:func:`etc_files`). The workspace is a
     tmpfs of ``disk_mb``, or the host folder ``workspace`` bound there (a capped subvolume:
-    :mod:`taskgym.sandbox.disk`). ``nested``: a grader zygote's sandbox
+    :mod:`taskgym.sandbox.snapshots.disk`). ``nested``: a grader zygote's sandbox
     (:mod:`taskgym.sandbox.local.zygote`), which may create user namespaces and has the empty
     folder :data:`NESTED_PROC`."""
     if not spec.workdir.startswith("/") or spec.workdir in ("/", "/usr", "/tmp", "/proc"):

@@ -1,6 +1,7 @@
-"""Starting bubblewrap sandboxes: limits entered before anything runs, one-shot runs
-(grading), and the process tree of a started sandbox (its command line is built by
-:mod:`taskgym.sandbox.local.command_line`)."""
+"""Starting one bubblewrap sandbox: limits entered before anything runs, and the process tree
+of a started sandbox (:class:`Launched`). Its command line is built by
+:mod:`taskgym.sandbox.local.command_line`; the backend that calls this is
+:mod:`taskgym.sandbox.local.backend`."""
 
 from __future__ import annotations
 
@@ -9,254 +10,115 @@ import json
 import os
 import resource
 import select
-import shutil
 import signal
 import subprocess
-import threading
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from taskgym.errors import SandboxError, SandboxLostError, SandboxUnavailableError
-from taskgym.sandbox._cgroups import CgroupLimits, rlimit_fallback
-from taskgym.sandbox._commands import (
-    STATUS_FD,
-    encode_text,
-    output_cap_note,
-)
-from taskgym.sandbox._seccomp import nested_seccomp_program, seccomp_program
-from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec
-from taskgym.sandbox.cleanup import reap_once, session_name
-from taskgym.sandbox.config import LocalConfig
-from taskgym.sandbox.local.command_line import bwrap_argv, etc_files, memfd, system_binds
-from taskgym.sandbox.os_errors import resource_error
-from taskgym.sandbox.output import decode_capped
-from taskgym.sandbox.procs import start_tick, wait_gone
+from taskgym.errors import SandboxError
+from taskgym.sandbox.base import ResourceUsage, SandboxSpec
+from taskgym.sandbox.host.cgroups import CgroupLimits, rlimit_fallback
+from taskgym.sandbox.host.cleanup import session_name
+from taskgym.sandbox.host.os_errors import resource_error
+from taskgym.sandbox.host.procs import start_tick, wait_gone
+from taskgym.sandbox.host.seccomp import nested_seccomp_program, seccomp_program
+from taskgym.sandbox.local.command_line import bwrap_argv, etc_files, memfd
+from taskgym.sandbox.shell.commands import STATUS_FD, encode_text
 
-if TYPE_CHECKING:
-    from taskgym.sandbox.local.prestart import LocalPrestarted
-    from taskgym.sandbox.local.session import LocalSession
+__all__ = ["Launched", "launch", "raise_open_files_limit"]
 
-__all__ = ["Launched", "LocalBackend", "raise_open_files_limit"]
-
-_INSTALL_HINT = (
-    "bubblewrap is not installed. Install it with `sudo apt-get install bubblewrap` "
-    "(Debian/Ubuntu), `sudo dnf install bubblewrap` (Fedora) or `sudo pacman -S bubblewrap` (Arch), "
-    "or pass sandbox='docker'."
-)
-
-_SHARED_LOCK = threading.Lock()
-_SHARED: dict[LocalConfig, LocalBackend] = {}
-_SHARED_PID = [0]
-
-_SHELL_NOFILE = 256
+SHELL_NOFILE = 256
 """The soft RLIMIT_NOFILE a sandbox's shell needs: it writes its status lines on descriptor 251
 (``STATUS_FD``), and bash keeps its script on the highest descriptor below its limit (at most
 255), which must not be 251."""
-_SHELL_NEEDS = (f"the sandbox's shell reports on descriptor {STATUS_FD} and reads its input on "
-                f"the highest one below the limit, so it needs a limit of at least {_SHELL_NOFILE}")
+SHELL_NEEDS = (f"the sandbox's shell reports on descriptor {STATUS_FD} and reads its input on "
+                f"the highest one below the limit, so it needs a limit of at least {SHELL_NOFILE}")
 
 
-class LocalBackend(Backend):
-    """Sandboxes made with bubblewrap on this machine; see the module docstring."""
 
-    name = "local"
-
-    def __init__(self, config: LocalConfig | None = None) -> None:
-        config = config or LocalConfig()
-        self.config = config
-        self.warm_graders, self.warm_idle_sec = config.warm_graders, config.warm_idle_sec
-        self.grader_zygote = config.grader_zygote
-        """Whether warm grades are forked by grader zygotes (:mod:`taskgym.sandbox.local.zygote`)."""
-        problem = self.check()
-        if problem:
-            raise SandboxUnavailableError(problem)
-        self._bwrap = shutil.which("bwrap") or "bwrap"
-        reap_once()
-        soft = raise_open_files_limit()  # a sandbox may raise its own to the hard limit anyway
-        if soft < _SHELL_NOFILE:
-            raise SandboxUnavailableError(
-                f"RLIMIT_NOFILE is {soft} and cannot be raised (its hard limit): {_SHELL_NEEDS}. "
-                "Raise the hard limit before starting Python (`ulimit -Hn`, LimitNOFILE= of a "
-                "systemd unit, /etc/security/limits.conf, docker run --ulimit nofile=...).")
-
-    @classmethod
-    def shared(cls, config: LocalConfig | None = None) -> LocalBackend:
-        """One backend per config for the process (it is stateless past its check and its
-        warm graders' settings): envs share it, so a thousand resets do not each probe
-        bubblewrap."""
-        config = config or LocalConfig()
-        with _SHARED_LOCK:
-            if _SHARED_PID[0] != os.getpid():
-                _SHARED.clear()
-                _SHARED_PID[0] = os.getpid()
-            if config not in _SHARED:
-                _SHARED[config] = cls(config)
-            return _SHARED[config]
-
-    def __deepcopy__(self, memo: dict[int, object]) -> LocalBackend:
-        return self  # stateless past its check: shared (gymnasium copies make() arguments)
-
-    def __reduce__(self) -> tuple[type[LocalBackend], tuple[LocalConfig]]:
-        return LocalBackend, (self.config,)  # another process checks and sets up its own
-
-    @classmethod
-    def check(cls) -> str | None:
-        bwrap = shutil.which("bwrap")
-        if bwrap is None:
-            return _INSTALL_HINT
-        probe = subprocess.run(  # the system a sandbox sees, not "/" (see system_binds)
-            [bwrap, "--unshare-all", *system_binds(), "--die-with-parent", "true"],
-            capture_output=True, text=True, timeout=30,
-        )
-        if probe.returncode != 0:
-            return (
-                "bubblewrap cannot create namespaces here: "
-                f"{probe.stderr.strip() or probe.returncode}. Unprivileged user namespaces may be "
-                "disabled: enable them (`sudo sysctl kernel.unprivileged_userns_clone=1`, or on "
-                "Ubuntu 24.04+ `sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`), "
-                "or pass sandbox='docker'."
-            )
-        return None
-
-    def argv(self, spec: SandboxSpec, info_fd: int, block_fd: int, seccomp_fd: int,
-             etc_fds: tuple[int, int], workspace: str | None = None,
-             nested: bool = False) -> list[str]:
-        """The bwrap command line for ``spec`` (:func:`~.command_line.bwrap_argv`)."""
-        return bwrap_argv(self._bwrap, spec, info_fd, block_fd, seccomp_fd, etc_fds, workspace,
-                          nested)
-
-    def launch(
-        self, spec: SandboxSpec, command: list[str], pass_fds: Sequence[int] = (),
-        stdout: int | None = None, workspace: str | None = None, nested: bool = False,
-    ) -> Launched:
-        """Start bwrap around ``command`` with limits in place before it runs; its stdout is
-        ``stdout`` when given, else a pipe; its workspace the host folder ``workspace`` when
-        given, else a tmpfs. ``nested``: a grader zygote's sandbox, which may nest namespaces
-        (a looser seccomp filter; :mod:`taskgym.sandbox.local.zygote`)."""
-        name = session_name()  # reads /proc: before any descriptor is opened here
-        opened: list[int] = []
-        try:
-            for _ in range(3):
-                opened += os.pipe()
-            info_r, info_w, block_r, block_w, seccomp_r, seccomp_w = opened
-            os.write(seccomp_w, nested_seccomp_program() if nested else seccomp_program())
-            os.close(seccomp_w)
-            opened.remove(seccomp_w)
-            for arg in command:
-                encode_text(arg, "the command")
-            etc = etc_files()
-            opened += etc
-            bwrap, *options = self.argv(spec, info_w, block_r, seccomp_r, etc, workspace, nested)
-            args_fd = memfd(b"".join(encode_text(option, "a sandbox option") + b"\0"
-                                      for option in options))
-        except BaseException as exc:
-            for fd in opened:
-                os.close(fd)
-            if isinstance(exc, OSError):
-                raise resource_error("could not set up a sandbox", exc) from exc
-            raise
-        try:
-            # bwrap's own process is the sandbox's pid 1, whose environment and command line
-            # the sandbox can read: it gets no environment, and its options (host paths)
-            # through a descriptor it reads and closes
-            proc = subprocess.Popen(
-                ["bwrap", "--args", str(args_fd), "--", *command], executable=bwrap, env={},
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE if stdout is None else stdout,
-                stderr=subprocess.PIPE,
-                pass_fds=(info_w, block_r, seccomp_r, args_fd, *etc, *pass_fds),
-                start_new_session=True,
-            )
-        except OSError as exc:
-            for fd in (info_r, info_w, block_r, block_w, seccomp_r, args_fd, *etc):
-                os.close(fd)
-            raise resource_error("could not start bwrap", exc) from exc
-        for fd in (info_w, block_r, seccomp_r, args_fd, *etc):
+def launch(
+    bwrap: str, spec: SandboxSpec, command: list[str], pass_fds: Sequence[int] = (),
+    stdout: int | None = None, workspace: str | None = None, nested: bool = False,
+) -> Launched:
+    """Start the bubblewrap executable ``bwrap`` around ``command`` with limits in place before
+    it runs; its stdout is ``stdout`` when given, else a pipe; its workspace the host folder
+    ``workspace`` when given, else a tmpfs. ``nested``: a grader zygote's sandbox, which may
+    nest namespaces (a looser seccomp filter; :mod:`taskgym.sandbox.local.zygote`)."""
+    name = session_name()  # reads /proc: before any descriptor is opened here
+    opened: list[int] = []
+    try:
+        for _ in range(3):
+            opened += os.pipe()
+        info_r, info_w, block_r, block_w, seccomp_r, seccomp_w = opened
+        os.write(seccomp_w, nested_seccomp_program() if nested else seccomp_program())
+        os.close(seccomp_w)
+        opened.remove(seccomp_w)
+        for arg in command:
+            encode_text(arg, "the command")
+        etc = etc_files()
+        opened += etc
+        _, *options = bwrap_argv(bwrap, spec, info_w, block_r, seccomp_r, etc, workspace, nested)
+        args_fd = memfd(b"".join(encode_text(option, "a sandbox option") + b"\0"
+                                  for option in options))
+    except BaseException as exc:
+        for fd in opened:
             os.close(fd)
-        init_pid = 0
-        cgroup: CgroupLimits | None = None
+        if isinstance(exc, OSError):
+            raise resource_error("could not set up a sandbox", exc) from exc
+        raise
+    try:
+        # bwrap's own process is the sandbox's pid 1, whose environment and command line
+        # the sandbox can read: it gets no environment, and its options (host paths)
+        # through a descriptor it reads and closes
+        proc = subprocess.Popen(
+            ["bwrap", "--args", str(args_fd), "--", *command], executable=bwrap, env={},
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE if stdout is None else stdout,
+            stderr=subprocess.PIPE,
+            pass_fds=(info_w, block_r, seccomp_r, args_fd, *etc, *pass_fds),
+            start_new_session=True,
+        )
+    except OSError as exc:
+        for fd in (info_r, info_w, block_r, block_w, seccomp_r, args_fd, *etc):
+            os.close(fd)
+        raise resource_error("could not start bwrap", exc) from exc
+    for fd in (info_w, block_r, seccomp_r, args_fd, *etc):
+        os.close(fd)
+    init_pid = 0
+    cgroup: CgroupLimits | None = None
+    try:
+        info = _read_info(info_r, proc)
+        init_pid = int(str(info["child-pid"]))
+        memory = spec.memory_mb << 20
         try:
-            info = _read_info(info_r, proc)
-            init_pid = int(str(info["child-pid"]))
-            memory = spec.memory_mb << 20
-            try:
-                cgroup = CgroupLimits(name, memory, spec.pids, spec.cpus)
-                cgroup.add(init_pid)
-            except OSError as exc:
-                if cgroup is not None:
-                    cgroup.close()
-                cgroup = None
-                _warn_no_cgroup(exc)
-                rlimit_fallback(init_pid, memory, spec.pids)
-            _descriptors_for_the_shell(init_pid)
-            os.write(block_w, b"1")
-            # reads /proc (a descriptor): inside the try, so that a failure stops the sandbox
-            return Launched(proc, init_pid, str(info.get("pid-namespace", "")), cgroup)
-        except BaseException:
-            for pid in (init_pid, proc.pid):
-                if pid > 0:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGKILL)
-            proc.wait()
-            for stream in (proc.stdout, proc.stderr):
-                if stream is not None:
-                    stream.close()
+            cgroup = CgroupLimits(name, memory, spec.pids, spec.cpus)
+            cgroup.add(init_pid)
+        except OSError as exc:
             if cgroup is not None:
                 cgroup.close()
-            raise
-        finally:
-            os.close(info_r)
-            os.close(block_w)
-
-    def start(self, spec: SandboxSpec, seed: Path | None = None) -> LocalSession:
-        from taskgym.sandbox.local.session import LocalSession
-
-        return LocalSession(self, spec, seed)
-
-    def prestart(self, spec: SandboxSpec, argv: list[str]) -> LocalPrestarted:
-        from taskgym.sandbox.local.prestart import LocalPrestarted
-
-        return LocalPrestarted(self, spec, argv)
-
-    def run(
-        self,
-        spec: SandboxSpec,
-        argv: list[str],
-        seed: Path | None = None,
-        timeout: float | None = None,
-        pass_fds: Sequence[int] = (),
-    ) -> tuple[ExecResult, ResourceUsage]:
-        command = list(argv)
-        if seed is not None:
-            spec = spec.model_copy(update={"ro_binds": {**spec.ro_binds, str(seed): "/.seed"}})
-            command = ["/bin/sh", "-c", 'cp -a /.seed/. "$0"/ && exec "$@"', spec.workdir, *argv]
-        started = time.monotonic()
-        launched = self.launch(spec, command, pass_fds)
-        proc = launched.proc
-        assert proc.stdout and proc.stderr
-        limit = timeout if timeout is not None else spec.command_timeout_sec
-        out, err, timed_out, runaway = _drain(
-            [proc.stdout.fileno(), proc.stderr.fileno()], started + limit, spec.stream_limit_bytes,
-            launched.kill,
-        )
-        usage = launched.reap(grace=2.0)
-        launched.close()
-        code = proc.returncode if proc.returncode is not None else -1
-        if code < 0 and not launched.killed:  # nothing inside can signal bwrap's outer process
-            raise SandboxLostError(f"the sandbox was killed from outside (bwrap got signal "
-                                   f"{-code}) after {time.monotonic() - started:.1f}s of "
-                                   f"{argv[0]!r}; nothing it ran could have sent that signal")
-        note = output_cap_note(spec.stream_limit_bytes) if runaway else ""
-        result = ExecResult(
-            stdout=decode_capped(out, spec.output_limit_bytes),
-            stderr=decode_capped(err, spec.output_limit_bytes) + note,
-            exit_code=code, duration_sec=time.monotonic() - started, timed_out=timed_out,
-            truncated=runaway or len(out) > spec.output_limit_bytes
-            or len(err) > spec.output_limit_bytes,
-        )
-        return result, usage
+            cgroup = None
+            _warn_no_cgroup(exc)
+            rlimit_fallback(init_pid, memory, spec.pids)
+        _descriptors_for_the_shell(init_pid)
+        os.write(block_w, b"1")
+        # reads /proc (a descriptor): inside the try, so that a failure stops the sandbox
+        return Launched(proc, init_pid, str(info.get("pid-namespace", "")), cgroup)
+    except BaseException:
+        for pid in (init_pid, proc.pid):
+            if pid > 0:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+        if cgroup is not None:
+            cgroup.close()
+        raise
+    finally:
+        os.close(info_r)
+        os.close(block_w)
 
 class Launched:
     """One bwrap process tree and its cgroup."""
@@ -342,9 +204,9 @@ def _descriptors_for_the_shell(init_pid: int) -> None:
     """The sandbox inherits this process's RLIMIT_NOFILE, which a caller may have lowered
     since the backend raised it: give the sandbox the soft limit its shell needs."""
     soft, hard = resource.prlimit(init_pid, resource.RLIMIT_NOFILE)
-    if soft != resource.RLIM_INFINITY and soft < _SHELL_NOFILE:
-        if hard != resource.RLIM_INFINITY and hard < _SHELL_NOFILE:
-            raise SandboxError(f"RLIMIT_NOFILE's hard limit is {hard}: {_SHELL_NEEDS}")
+    if soft != resource.RLIM_INFINITY and soft < SHELL_NOFILE:
+        if hard != resource.RLIM_INFINITY and hard < SHELL_NOFILE:
+            raise SandboxError(f"RLIMIT_NOFILE's hard limit is {hard}: {SHELL_NEEDS}")
         wanted = 1024 if hard == resource.RLIM_INFINITY else min(1024, hard)
         resource.prlimit(init_pid, resource.RLIMIT_NOFILE, (wanted, hard))
 
@@ -384,33 +246,3 @@ def _warn_no_cgroup(exc: OSError) -> None:
             "delegation, for real memory and process-count limits.",
             RuntimeWarning, stacklevel=3,
         )
-
-def _drain(fds: list[int], deadline: float, limit: int,
-           kill: Callable[[], None]) -> tuple[bytes, bytes, bool, bool]:
-    """Read ``fds`` (stdout, stderr) to EOF, keeping ``limit`` bytes; ``kill`` at the deadline."""
-    poll = select.poll()
-    for fd in fds:
-        poll.register(fd, select.POLLIN)
-    bufs = {fd: bytearray() for fd in fds}
-    open_fds = set(fds)
-    timed_out = runaway = False
-    while open_fds:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            if timed_out:
-                break  # killed 5 s ago and the pipes are still open: give up on them
-            timed_out = True
-            kill()
-            deadline = time.monotonic() + 5.0
-            continue
-        for fd, _ev in poll.poll(remaining * 1000.0):
-            chunk = os.read(fd, 262144)
-            if not chunk:
-                poll.unregister(fd)
-                open_fds.discard(fd)
-            elif len(bufs[fd]) < limit:
-                bufs[fd] += chunk[: limit - len(bufs[fd])]
-            elif not runaway:
-                runaway = True
-                kill()
-    return bytes(bufs[fds[0]]), bytes(bufs[fds[1]]), timed_out, runaway

@@ -10,12 +10,13 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from taskgym.sandbox import _fs
 from taskgym.sandbox.base import Prestarted, ResourceUsage, SandboxSpec
-from taskgym.sandbox.os_errors import resource_error
+from taskgym.sandbox.host import fs
+from taskgym.sandbox.host.os_errors import resource_error
 
 if TYPE_CHECKING:
-    from taskgym.sandbox.local.launch import Launched, LocalBackend
+    from taskgym.sandbox.local.backend import LocalBackend
+    from taskgym.sandbox.local.launch import Launched
 
 __all__ = ["LocalPrestarted"]
 
@@ -51,7 +52,7 @@ class LocalPrestarted(Prestarted):
         root = os.open(f"/proc/{self._launched.init_pid}/root{self.spec.workdir}",
                        os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            _fs.copy_in(seed, root)
+            fs.copy_in(seed, root)
         finally:
             os.close(root)
 

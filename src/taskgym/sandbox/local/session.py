@@ -16,15 +16,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 from taskgym.errors import SandboxError
-from taskgym.sandbox import _fs, _gil_held, disk
-from taskgym.sandbox._commands import CONTROL_DIR, CommandFile
 from taskgym.sandbox.base import ResourceUsage, SandboxSpec
-from taskgym.sandbox.cleanup import runtime_root
-from taskgym.sandbox.local.launch import Launched, LocalBackend
-from taskgym.sandbox.os_errors import resource_error
-from taskgym.sandbox.procs import children, descendants, start_tick, ticks_at
-from taskgym.sandbox.protocol import open_output, status_socket
-from taskgym.sandbox.shell_session import OUTPUT_NAMES, ShellSession
+from taskgym.sandbox.host import fs, gil_held
+from taskgym.sandbox.host.cleanup import runtime_root
+from taskgym.sandbox.host.os_errors import resource_error
+from taskgym.sandbox.host.procs import children, descendants, start_tick, ticks_at
+from taskgym.sandbox.local.backend import LocalBackend
+from taskgym.sandbox.local.launch import Launched
+from taskgym.sandbox.shell.commands import CONTROL_DIR, CommandFile
+from taskgym.sandbox.shell.protocol import open_output, status_socket
+from taskgym.sandbox.shell.session import OUTPUT_NAMES, ShellSession
+from taskgym.sandbox.snapshots import disk
 
 __all__ = ["LocalSession"]
 
@@ -32,10 +34,10 @@ class LocalSession(ShellSession):
     """A bubblewrap sandbox with a persistent bash; see :class:`taskgym.sandbox.Session`.
 
     The shell reads a tiny script from a control pipe: the trigger line of each command
-    (:mod:`taskgym.sandbox._commands`). All commands run at the shell's top level, as typed
+    (:mod:`taskgym.sandbox.shell.commands`). All commands run at the shell's top level, as typed
     in a terminal: ``declare`` makes globals that persist; a one-liner holding ``return``
     takes the file path, where ``return`` ends the sourced file. The shell's original
-    stdout is its status socket (:mod:`taskgym.sandbox.shell_session`): a step is one write
+    stdout is its status socket (:mod:`taskgym.sandbox.shell.session`): a step is one write
     and, most often, one wake-up to read one line. The shell's pid is learnt from the ready
     line, when nothing else runs in the sandbox, and checked to be the child of
     bubblewrap's init. A subshell holds bash's saved copy of the socket, and a command can
@@ -117,11 +119,11 @@ class LocalSession(ShellSession):
             self._root_fd = os.open(proc_root + self.spec.workdir,
                                     os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             if seed_dir is not None:
-                _fs.copy_in(seed_dir, self._root_fd)
+                fs.copy_in(seed_dir, self._root_fd)
             if seed_fd is not None:
                 with tempfile.TemporaryDirectory(dir=runtime_root()) as tmp:
-                    _fs.copy_out(seed_fd, Path(tmp))
-                    _fs.copy_in(Path(tmp), self._root_fd)
+                    fs.copy_out(seed_fd, Path(tmp))
+                    fs.copy_in(Path(tmp), self._root_fd)
         except BaseException as exc:
             self.close()
             if isinstance(exc, OSError):
@@ -187,7 +189,7 @@ class LocalSession(ShellSession):
             workspace.remove()
 
     def _new_disk(self) -> disk.DiskWorkspace | None:
-        """The workspace subvolume when the runtime root allows (:mod:`taskgym.sandbox.disk`)."""
+        """The workspace subvolume when the runtime root allows (:mod:`taskgym.sandbox.snapshots.disk`)."""
         try:
             found = disk.new_workspace(self.spec.disk_mb)
         except OSError as exc:
@@ -199,13 +201,13 @@ class LocalSession(ShellSession):
         with contextlib.suppress(Exception):
             self.close()
 
-    # -- the protocol's hooks (taskgym.sandbox.shell_session) ------------------------------
+    # -- the protocol's hooks (taskgym.sandbox.shell.session) ------------------------------
     def _running(self) -> bool:
         return self._proc is not None
 
     def _write_script(self, script: bytes) -> str:
         try:
-            _gil_held.write(self._ctl, script)
+            gil_held.write(self._ctl, script)
         except BrokenPipeError:
             return "dead"
         except BlockingIOError:  # the shell stopped reading its input: treat it as hung
@@ -222,7 +224,7 @@ class LocalSession(ShellSession):
     def _shell_gone(self) -> bool:
         return self._proc is None or self._proc.proc.poll() is not None
 
-    # -- snapshots (taskgym.sandbox.snapshot) --------------------------------------------
+    # -- snapshots (taskgym.sandbox.snapshots.session_snapshot) --------------------------------------------
     def _control_path(self) -> str:
         if self._proc is None:
             raise SandboxError("the session is stopped")

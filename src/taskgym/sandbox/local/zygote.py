@@ -4,7 +4,7 @@ each grade into fresh namespaces of its own.
 A zygote is ``inside/grader_zygote.py`` in a bubblewrap sandbox of the grader's spec that
 never sees agent data; it differs from an ordinary sandbox in two ways only, both needed to
 nest namespaces: bwrap does not disable user namespaces in it, and its seccomp filter allows
-``mount`` and ``unshare`` (:func:`~taskgym.sandbox._seccomp.nested_seccomp_program`). At boot
+``mount`` and ``unshare`` (:func:`~taskgym.sandbox.host.seccomp.nested_seccomp_program`). At boot
 the host mounts a proc of the zygote's pid namespace on the empty folder
 :data:`~taskgym.sandbox.local.command_line.NESTED_PROC` (through ``nsenter``), because the
 kernel lets a new user namespace mount a proc only while a fully visible one exists, and
@@ -14,7 +14,7 @@ namespace, becomes pid 1 of it, mounts fresh tmpfs folders over every writable p
 read-only proc, drops every capability, sets no_new_privs and installs the ordinary seccomp
 filter, and only then says ``ready``. The host reads its pid from the socket's credentials,
 moves it into a cgroup of its own (the grade's memory, pid and CPU limits), copies the
-workspace in, and sends the go message as :mod:`taskgym.sandbox.warm_run` does. See
+workspace in, and sends the go message as :mod:`taskgym.sandbox.grading.warm_run` does. See
 docs/security.md, "Warm graders". The grade's host side (its cgroup, workspace, exit report)
 is :mod:`taskgym.sandbox.local.zygote_grade`.
 
@@ -41,18 +41,20 @@ import time
 from typing import TYPE_CHECKING
 
 from taskgym.errors import SandboxError
-from taskgym.sandbox._commands import CONTROL_DIR, CONTROL_MB
-from taskgym.sandbox._seccomp import grade_seccomp_program
 from taskgym.sandbox.base import Backend, SandboxSpec
-from taskgym.sandbox.booting import JobThread
-from taskgym.sandbox.forking import at_fork
+from taskgym.sandbox.grading.forks import GraderForks
+from taskgym.sandbox.host.at_fork import at_fork
+from taskgym.sandbox.host.booting import JobThread
+from taskgym.sandbox.host.seccomp import grade_seccomp_program
 from taskgym.sandbox.local.command_line import NESTED_PROC
 from taskgym.sandbox.local.zygote_grade import ZygoteGrade, await_ready
+from taskgym.sandbox.shell.commands import CONTROL_DIR, CONTROL_MB
 
 if TYPE_CHECKING:
-    from taskgym.sandbox.local.launch import Launched, LocalBackend
+    from taskgym.sandbox.local.backend import LocalBackend
+    from taskgym.sandbox.local.launch import Launched
 
-__all__ = ["GraderZygote", "close_zygote", "close_zygotes", "fork_grade",
+__all__ = ["GraderZygote", "ZygoteForks", "close_zygote", "close_zygotes", "fork_grade",
            "live_zygotes", "start_zygote", "sweep_zygotes", "zygote_command"]
 
 BOOT_SEC = 300.0
@@ -78,7 +80,7 @@ class GraderZygote:
                  kind: tuple[int, str]) -> None:
         self.backend = backend
         self.kind = kind
-        """The warm graders' kind it serves (:func:`~taskgym.sandbox.warm.kind_key`)."""
+        """The warm graders' kind it serves (:func:`~taskgym.sandbox.grading.warm.kind_key`)."""
         self.used = time.monotonic()
         """When a grade or a reset of its kind last asked for it (:func:`sweep_zygotes`)."""
         self.forked: list[ZygoteGrade] = []
@@ -203,7 +205,7 @@ _RETIRING: set[GraderZygote] = set()
 _LOCK = threading.Lock()
 _BOOTS: JobThread[GraderZygote] = JobThread(
     "taskgym-zygote", lambda zygote: _boot(zygote), idle=lambda: sweep_zygotes(), every=SWEEP_SEC)
-"""The one thread that boots zygotes (see :mod:`taskgym.sandbox.booting`) and sweeps idle ones."""
+"""The one thread that boots zygotes (see :mod:`taskgym.sandbox.host.booting`) and sweeps idle ones."""
 
 
 def _forget_in_child() -> None:
@@ -227,26 +229,14 @@ def _boot(zygote: GraderZygote) -> None:
         zygote.done.set()
 
 
-def _usable(backend: Backend) -> bool:
-    """Whether ``backend`` forks its warm grades from zygotes: a local one whose config's
-    ``grader_zygote`` is on."""
-    from taskgym.sandbox.local.launch import LocalBackend
-
-    return isinstance(backend, LocalBackend) and backend.grader_zygote
-
-
-def _get(backend: Backend, spec: SandboxSpec, argv: list[str], version: str) -> GraderZygote | None:
+def _get(backend: LocalBackend, spec: SandboxSpec, argv: list[str], version: str
+         ) -> GraderZygote | None:
     """The zygote of this kind (booting one when there is none or its code changed), or
-    ``None`` when zygotes are off or broken for it."""
-    if not _usable(backend):
-        return None
-    from taskgym.sandbox.local.launch import LocalBackend
-
-    assert isinstance(backend, LocalBackend)
+    ``None`` when zygotes are broken for it."""
     command = zygote_command(argv)
     key = _key(backend, spec, command)
     stale = None
-    from taskgym.sandbox.warm import kind_key
+    from taskgym.sandbox.grading.warm import kind_key
 
     with _LOCK:
         if key in _BROKEN:
@@ -272,15 +262,15 @@ def _key(backend: Backend, spec: SandboxSpec, command: list[str]) -> tuple[int, 
     return id(backend), json.dumps([spec.model_dump(mode="json"), command])
 
 
-def start_zygote(backend: Backend, spec: SandboxSpec, argv: list[str], version: str) -> bool:
+def start_zygote(backend: LocalBackend, spec: SandboxSpec, argv: list[str], version: str) -> bool:
     """Begin booting the zygote of this kind (a no-op when it runs); whether zygotes serve it."""
     return _get(backend, spec, argv, version) is not None
 
 
-def fork_grade(backend: Backend, spec: SandboxSpec, argv: list[str], version: str,
+def fork_grade(backend: LocalBackend, spec: SandboxSpec, argv: list[str], version: str,
                grade_spec: SandboxSpec, deadline: float) -> ZygoteGrade | None:
-    """A grade forked by the zygote of this kind; ``None`` when zygotes cannot serve it (off,
-    not the local backend, or the zygote failed: then the kind is marked broken)."""
+    """A grade forked by the zygote of this kind; ``None`` when it cannot serve it (still
+    booting at the deadline, closed, or failed: then the kind is marked broken)."""
     zygote = _get(backend, spec, argv, version)
     if zygote is None:
         return None
@@ -303,7 +293,7 @@ def fork_grade(backend: Backend, spec: SandboxSpec, argv: list[str], version: st
 def sweep_zygotes() -> None:
     """Stop the zygotes idle past their backend's ``warm_idle_sec`` (:meth:`GraderZygote.idle`)
     that no live episode counts on (no warm-grader lease of their kind expects a grade)."""
-    from taskgym.sandbox.warm_leases import close_dropped, expected
+    from taskgym.sandbox.grading.warm_leases import close_dropped, expected
 
     close_dropped()
     now = time.monotonic()
@@ -365,3 +355,23 @@ def _retire(zygote: GraderZygote) -> None:
             return
         _RETIRING.discard(zygote)
     zygote.close()
+
+
+class ZygoteForks(GraderForks):
+    """The local backend's forking graders (:meth:`LocalBackend.grader_forks`): its zygotes."""
+
+    def __init__(self, backend: LocalBackend) -> None:
+        self.backend = backend
+
+    def start(self, spec: SandboxSpec, argv: list[str], version: str) -> bool:
+        return start_zygote(self.backend, spec, argv, version)
+
+    def fork(self, spec: SandboxSpec, argv: list[str], version: str, grade_spec: SandboxSpec,
+             deadline: float) -> ZygoteGrade | None:
+        return fork_grade(self.backend, spec, argv, version, grade_spec, deadline)
+
+    def close(self, spec: SandboxSpec, argv: list[str]) -> None:
+        close_zygote(self.backend, spec, argv)
+
+    def close_all(self) -> None:
+        close_zygotes(self.backend)

@@ -16,11 +16,11 @@ import time
 from pathlib import Path
 
 from taskgym.errors import SandboxError
-from taskgym.sandbox import _fs
-from taskgym.sandbox._cgroups import CgroupLimits, rlimit_fallback
 from taskgym.sandbox.base import Prestarted, ResourceUsage, SandboxSpec
-from taskgym.sandbox.cleanup import session_name
-from taskgym.sandbox.os_errors import resource_error
+from taskgym.sandbox.host import fs
+from taskgym.sandbox.host.cgroups import CgroupLimits, rlimit_fallback
+from taskgym.sandbox.host.cleanup import session_name
+from taskgym.sandbox.host.os_errors import resource_error
 
 __all__ = ["ZygoteGrade", "await_ready"]
 
@@ -95,7 +95,7 @@ class ZygoteGrade(Prestarted):
         except OSError as exc:
             raise resource_error("could not reach the grade's workspace", exc) from exc
         try:
-            _fs.copy_in(seed, root)
+            fs.copy_in(seed, root)
         finally:
             os.close(root)
 

@@ -1,6 +1,6 @@
 """Exact copies of a workspace tree by directory descriptor, for snapshots.
 
-Unlike :mod:`taskgym.sandbox._fs` (file tools, seeds), these keep everything a snapshot
+Unlike :mod:`taskgym.sandbox.host.fs` (file tools, seeds), these keep everything a snapshot
 must give back: modes (``000`` folders included), owners where the caller may set them,
 modification times, symbolic links as links, empty folders. Nothing is ever followed: each
 name is opened with ``O_NOFOLLOW`` relative to its parent's descriptor. File data moves

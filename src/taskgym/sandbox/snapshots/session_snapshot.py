@@ -4,8 +4,8 @@ A :class:`SessionSnapshot` holds
 
 - a copy of the workspace in a host folder (mode 0700, named for the owning process so the
   reaper removes it if the process dies; never bound into any sandbox: a restore copies it
-  into the new workspace), in memory or under :func:`~taskgym.sandbox.cleanup.runtime_root`
-  as :mod:`taskgym.sandbox.snapshot_store` decides;
+  into the new workspace), in memory or under :func:`~taskgym.sandbox.host.cleanup.runtime_root`
+  as :mod:`taskgym.sandbox.snapshots.store` decides;
 - the shell's state as a bash script: variables (exported and declared; not bash's own
   read-only or special ones), functions, aliases, ``shopt`` and ``set -o`` options, the
   umask and the working folder. It is captured by a command run in the persistent shell
@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from taskgym.errors import SandboxError
-from taskgym.sandbox import _tree, snapshot_store
-from taskgym.sandbox._commands import CONTROL_DIR
+from taskgym.sandbox.host import tree
+from taskgym.sandbox.shell.commands import CONTROL_DIR
+from taskgym.sandbox.snapshots import store
 
 if TYPE_CHECKING:
     from taskgym.sandbox.base import ExecResult, SandboxSpec
@@ -92,7 +93,7 @@ class ShellState:
 
 @dataclass(eq=False)
 class SessionSnapshot:
-    """A saved workspace and shell state (see :mod:`taskgym.sandbox.snapshot`).
+    """A saved workspace and shell state (see :mod:`taskgym.sandbox.snapshots.session_snapshot`).
 
     Restore it with :meth:`Session.restore <taskgym.sandbox.Session.restore>` or start a new
     session from it with :meth:`Backend.fork <taskgym.sandbox.Backend.fork>`. Restoring never
@@ -119,9 +120,9 @@ class SessionSnapshot:
     reflinks on this filesystem)."""
     storage: str = "runtime-root"
     """Where :attr:`folder` is: ``"memory"`` (``/dev/shm``) or ``"runtime-root"`` (see
-    :mod:`taskgym.sandbox.snapshot_store`)."""
+    :mod:`taskgym.sandbox.snapshots.store`)."""
     memory_bytes: int = 0
-    """What it counts in :func:`~taskgym.sandbox.snapshot_store.memory_held` until closed."""
+    """What it counts in :func:`~taskgym.sandbox.snapshots.store.memory_held` until closed."""
     _finalizer: weakref.finalize[Any, Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -175,7 +176,7 @@ class SnapshotSupport:
             raise SandboxError("the session is stopped; a snapshot needs its running shell")
         background = tuple(_describe(pid) for pid in self._background())
         shell = self._capture_shell()
-        saved = snapshot_store.save(self._root_fd, self.spec.disk_mb << 20,
+        saved = store.save(self._root_fd, self.spec.disk_mb << 20,
                                     self.workspace_storage == "tmpfs")
         mode = stat.S_IMODE(os.fstat(self._root_fd).st_mode)
         return SessionSnapshot(self.spec, shell, saved.size, background, saved.folder, mode,
@@ -217,10 +218,10 @@ class SnapshotSupport:
         src_path = snap.workspace
         try:
             if clear:
-                _tree.clear_tree(self._root_fd)
+                tree.clear_tree(self._root_fd)
             src = os.open(src_path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             try:
-                _tree.copy_tree(src, self._root_fd)
+                tree.copy_tree(src, self._root_fd)
             finally:
                 os.close(src)
             os.fchmod(self._root_fd, snap.workspace_mode)
@@ -329,7 +330,7 @@ def _remove(folder: str, memory_bytes: int, made_by: int) -> None:
     if os.getpid() != made_by:  # at a forked child's exit: the folder is the parent's
         return
     shutil.rmtree(folder, ignore_errors=True)
-    snapshot_store.release(memory_bytes)
+    store.release(memory_bytes)
 
 
 def _keep_variables(text: str) -> str:

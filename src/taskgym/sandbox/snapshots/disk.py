@@ -2,7 +2,7 @@
 
 A local sandbox's workspace is a tmpfs capped at ``disk_mb``; a snapshot or a fork then
 copies every byte (tmpfs has no reflinks). When the runtime root
-(:func:`~taskgym.sandbox.cleanup.runtime_root`) is on **btrfs with quotas enabled** and this
+(:func:`~taskgym.sandbox.host.cleanup.runtime_root`) is on **btrfs with quotas enabled** and this
 process may set quota limits (``CAP_SYS_ADMIN``: root), each workspace is instead a btrfs
 subvolume ``<runtime root>/<owner>-<token>-ws`` whose qgroup is capped at ``disk_mb``
 (referenced bytes: a child's shared extents count, as its files would on a tmpfs), bound
@@ -12,7 +12,7 @@ not the bytes, and a child's files share the parent's extents until one side wri
 
 The cap must hold against the agent: a subvolume the agent made inside its workspace would
 have its own, unlimited qgroup, so the seccomp filter refuses the subvolume and snapshot
-creation ioctls (:mod:`taskgym.sandbox._seccomp`); qgroup and quota ioctls need
+creation ioctls (:mod:`taskgym.sandbox.host.seccomp`); qgroup and quota ioctls need
 ``CAP_SYS_ADMIN``, which no sandbox has. Anywhere else (ext4, XFS, tmpfs, no quotas, not
 root) workspaces stay tmpfs: :func:`mode` says which and why. XFS has reflinks too, but
 caps a folder only with project quotas, which this version does not set (see
@@ -32,7 +32,7 @@ import struct
 import threading
 from pathlib import Path
 
-from taskgym.sandbox.cleanup import runtime_root, session_name
+from taskgym.sandbox.host.cleanup import runtime_root, session_name
 
 __all__ = ["DiskWorkspace", "mode", "new_workspace"]
 

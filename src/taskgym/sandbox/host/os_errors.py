@@ -79,7 +79,7 @@ def guard(name: str, method: F) -> F:
                 raise
             except OSError as exc:
                 raise converted(exc, args) from exc
-    elif inspect.isgeneratorfunction(method):  # a plan (taskgym.sandbox.plans)
+    elif inspect.isgeneratorfunction(method):  # a plan (taskgym.sandbox.shell.plans)
         @functools.wraps(method)
         def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
             try:

@@ -18,7 +18,7 @@ backend's one blocking ``exec``), and a taskgym env's step is one too
 
 :func:`drive_plans` runs plans together in the calling thread: every wait of every plan in
 one ``poll`` call, the blocking callables in the bounded pool
-(:mod:`taskgym.sandbox.blocking`), whose ends wake the poll through a pipe. No event loop, no
+(:mod:`taskgym.sandbox.host.blocking`), whose ends wake the poll through a pipe. No event loop, no
 future per wait, no thread hand-over per wait: what a vector env of local sandboxes needs
 (its sub-steps answer within the same few hundred microseconds).
 """
@@ -37,7 +37,7 @@ from concurrent.futures import Future
 from concurrent.futures import wait as wait_for_jobs
 from typing import Any, TypeVar
 
-from taskgym.sandbox.blocking import submit_blocking
+from taskgym.sandbox.host.blocking import submit_blocking
 
 __all__ = ["Plan", "Wait", "drive_plans"]
 

@@ -3,7 +3,7 @@ protocol, whatever started it (bubblewrap, or ``docker exec``). See docs/archite
 the step protocol.
 
 For each command the host sends a trigger line down the shell's input (see
-:mod:`taskgym.sandbox._commands`): the command runs at the shell's top level, then ``__ts``
+:mod:`taskgym.sandbox.shell.commands`): the command runs at the shell's top level, then ``__ts``
 writes ``<tag><status> <sequence number>`` on the shell's status socket. The shell's stdout
 and stderr are files on two small tmpfs mounts sized at the stream limit; after a command
 the host reads them from where it left off (emptying them before a command now and then),
@@ -32,8 +32,9 @@ from collections.abc import Callable
 from typing import Any
 
 from taskgym.errors import SandboxError
-from taskgym.sandbox import _fs
-from taskgym.sandbox._commands import (
+from taskgym.sandbox.base import CONCURRENT_AEXEC, ExecResult, Session
+from taskgym.sandbox.host import fs
+from taskgym.sandbox.shell.commands import (
     BAD_STATUS_NOTE,
     CONTROL_DIR,
     STATUS_FD,
@@ -42,10 +43,9 @@ from taskgym.sandbox._commands import (
     encode_text,
     output_cap_note,
 )
-from taskgym.sandbox.base import CONCURRENT_AEXEC, ExecResult, Session
-from taskgym.sandbox.drivers import LoopDriver, Steps, drive_blocking
-from taskgym.sandbox.plans import Plan
-from taskgym.sandbox.protocol import (
+from taskgym.sandbox.shell.drivers import LoopDriver, Steps, drive_blocking
+from taskgym.sandbox.shell.plans import Plan
+from taskgym.sandbox.shell.protocol import (
     REWIND_AT,
     RUNAWAY_CHECK_SEC,
     output_full,
@@ -53,7 +53,7 @@ from taskgym.sandbox.protocol import (
     read_capped,
     read_status,
 )
-from taskgym.sandbox.snapshot import SnapshotSupport
+from taskgym.sandbox.snapshots.session_snapshot import SnapshotSupport
 
 __all__ = ["OUTPUT_FILES", "OUTPUT_NAMES", "ShellSession"]
 
@@ -64,7 +64,7 @@ OUTPUT_FILES = tuple(f"{CONTROL_DIR}/{name}" for name in OUTPUT_NAMES)
 """The same as paths in the sandbox."""
 
 
-class ShellSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
+class ShellSession(SnapshotSupport, fs.WorkspaceFiles, Session):
     """A session whose persistent bash speaks the status-line protocol (the module's
     docstring); :class:`~taskgym.sandbox.base.Session` says what each method does."""
 
@@ -231,7 +231,7 @@ class ShellSession(SnapshotSupport, _fs.WorkspaceFiles, Session):
         started, and the restart of a dead or hung shell; at boot neither happens.
 
         The one state machine of a command, for every driver of
-        :mod:`taskgym.sandbox.drivers` (whose docstring says what it yields).
+        :mod:`taskgym.sandbox.shell.drivers` (whose docstring says what it yields).
         """
         started = time.monotonic()
         deadline = started + timeout

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from taskgym.sandbox.forking import at_fork
+from taskgym.sandbox.host.at_fork import at_fork
 
 __all__ = ["JobThread"]
 

@@ -148,7 +148,7 @@ def _recv_pid_os(fd: int, size: int) -> tuple[bytes, int]:
 
 def _compiled() -> _Calls | None:
     try:
-        from taskgym.sandbox import _syscalls  # type: ignore[attr-defined]
+        from taskgym.sandbox.host import _syscalls  # type: ignore[attr-defined]
     except ImportError:
         return None
     if not hasattr(_syscalls, "recv_pid"):  # built from an older source: rebuild it

@@ -1,5 +1,6 @@
-"""The two drivers of a local session's command protocol (the generator
-:meth:`~taskgym.sandbox.local.session.LocalSession._protocol` makes for each command).
+"""The two drivers of a shell session's command protocol (the generator
+:meth:`~taskgym.sandbox.shell.session.ShellSession._protocol` makes for each command, for the
+local and the docker session alike).
 
 The protocol yields a float ``s``: "wait until the status socket is readable or ``s`` seconds
 pass", answered with whether it became readable; or a callable that blocks (killing what a
@@ -20,8 +21,8 @@ command's :class:`~taskgym.sandbox.base.ExecResult`.
   Nothing is ever removed from a loop by another thread: that is handed to the loop
   (``call_soon_threadsafe``). The blocking callables run in the bounded pool.
 
-:meth:`~taskgym.sandbox.local.session.LocalSession.exec_plan` hands the same waits, as waits on
-the status socket's descriptor, to :func:`taskgym.sandbox.plans.drive_plans` (many sessions
+:meth:`~taskgym.sandbox.shell.session.ShellSession.exec_plan` hands the same waits, as waits on
+the status socket's descriptor, to :func:`taskgym.sandbox.shell.plans.drive_plans` (many sessions
 waited on in one ``poll``).
 """
 
@@ -38,7 +39,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from taskgym.sandbox.base import ExecResult
-from taskgym.sandbox.blocking import submit_blocking
+from taskgym.sandbox.host.blocking import submit_blocking
 
 __all__ = ["LoopDriver", "Steps", "drive_blocking"]
 

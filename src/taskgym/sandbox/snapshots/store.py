@@ -1,12 +1,12 @@
 """Where a snapshot's copy of the workspace is kept: in memory, or on the runtime root.
 
 A snapshot of a workspace on the runtime root's filesystem
-(:func:`~taskgym.sandbox.cleanup.runtime_root`: the capped btrfs subvolumes of
-:mod:`taskgym.sandbox.disk`) is saved there, where its files are clones. A tmpfs workspace
+(:func:`~taskgym.sandbox.host.cleanup.runtime_root`: the capped btrfs subvolumes of
+:mod:`taskgym.sandbox.snapshots.disk`) is saved there, where its files are clones. A tmpfs workspace
 (the default, locally and on docker) is copied in full wherever the snapshot goes, and a copy
 into memory is several times cheaper than one onto a disk filesystem (each file created on
 ext4 costs a journal entry): such a snapshot is saved under
-:func:`~taskgym.sandbox.cleanup.memory_root` (``/dev/shm/taskgym-<uid>``), within a budget:
+:func:`~taskgym.sandbox.host.cleanup.memory_root` (``/dev/shm/taskgym-<uid>``), within a budget:
 
 - this process's snapshots hold at most ``TASKGYM_SNAPSHOT_MEMORY_BYTES`` bytes of file data
   in memory (default :data:`DEFAULT_MEMORY_BYTES`; ``0`` keeps every snapshot on the runtime
@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from taskgym.errors import SandboxError
-from taskgym.sandbox import _tree
-from taskgym.sandbox.cleanup import memory_root, runtime_root, session_name
 from taskgym.sandbox.config import whole_number_env
+from taskgym.sandbox.host import tree
+from taskgym.sandbox.host.cleanup import memory_root, runtime_root, session_name
 
 __all__ = ["DEFAULT_MEMORY_BYTES", "Saved", "memory_budget", "memory_held", "release", "save"]
 
@@ -52,9 +52,9 @@ class Saved:
     """The snapshot's folder (0700); the copy is its ``ws`` subfolder."""
     size: int
     """Bytes of file data in the copy (cloned files count their size)."""
-    stats: _tree.CopyStats
+    stats: tree.CopyStats
     storage: str
-    """``"memory"`` (under :func:`~taskgym.sandbox.cleanup.memory_root`) or
+    """``"memory"`` (under :func:`~taskgym.sandbox.host.cleanup.memory_root`) or
     ``"runtime-root"``."""
     memory_bytes: int
     """What it counts in :func:`memory_held` (0 on the runtime root): give it back with
@@ -92,7 +92,7 @@ def save(workspace_fd: int, cap_bytes: int, tmpfs: bool) -> Saved:
             return saved
     try:
         folder, size, stats = _copy_into(runtime_root(), workspace_fd, cap_bytes)
-    except _tree.TreeTooBig:
+    except tree.TreeTooBig:
         raise SandboxError(f"could not save the workspace: its files add up to over its cap "
                            f"of {cap_bytes >> 20} MiB (a file with many hard links is saved "
                            "once per link); remove some before taking a snapshot") from None
@@ -111,7 +111,7 @@ def _save_in_memory(root: Path, workspace_fd: int, cap_bytes: int) -> Saved | No
         return None
     try:
         folder, size, stats = _copy_into(root, workspace_fd, grant)
-    except (_tree.TreeTooBig, OSError):
+    except (tree.TreeTooBig, OSError):
         release(grant)
         return None
     except BaseException:
@@ -136,7 +136,7 @@ def _reserve(root: Path, cap_bytes: int) -> int:
     return grant
 
 
-def _copy_into(root: Path, workspace_fd: int, limit: int) -> tuple[Path, int, _tree.CopyStats]:
+def _copy_into(root: Path, workspace_fd: int, limit: int) -> tuple[Path, int, tree.CopyStats]:
     """A new snapshot folder under ``root`` holding a copy of the workspace (``limit``: the
     most bytes of data written); on any failure nothing of it is left."""
     folder = root / f"{session_name()}-snapshot"
@@ -144,9 +144,9 @@ def _copy_into(root: Path, workspace_fd: int, limit: int) -> tuple[Path, int, _t
     try:
         (folder / "ws").mkdir(mode=0o700)
         dst = os.open(folder / "ws", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        stats = _tree.CopyStats(limit=limit)
+        stats = tree.CopyStats(limit=limit)
         try:
-            size = _tree.copy_tree(workspace_fd, dst, stats)
+            size = tree.copy_tree(workspace_fd, dst, stats)
         finally:
             os.close(dst)
     except BaseException:

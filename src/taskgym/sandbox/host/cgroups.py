@@ -22,7 +22,8 @@ CPU_PERIOD_US = 100_000
 """The CFS period of a CPU quota: ``cpus`` cores may run ``cpus * period`` per period."""
 
 
-def _version() -> int:
+def cgroup_version() -> int:
+    """The cgroup version this host mounts: 2 (unified) or 1."""
     return 2 if (_ROOT / "cgroup.controllers").exists() else 1
 
 
@@ -65,7 +66,7 @@ def _v2_base() -> Path | None:
 
 def cgroup_parents() -> list[Path]:
     """The ``taskgym`` parent folders that hold this user's sandbox cgroups."""
-    if _version() == 2:
+    if cgroup_version() == 2:
         base = _v2_base()
         return [base] if base else []
     return [_ROOT / c / "taskgym" for c in ("memory", "pids", "cpuacct", "cpu")]
@@ -76,7 +77,7 @@ class CgroupLimits:
 
     def __init__(self, name: str, memory_bytes: int, pids: int, cpus: float | None = None) -> None:
         self.dirs: list[Path] = []
-        self.version = _version()
+        self.version = cgroup_version()
         self.cpu_limited = False
         """Whether ``cpus`` is enforced (it needs the cpu controller)."""
         quota = None if cpus is None else max(1000, round(cpus * CPU_PERIOD_US))

@@ -1,6 +1,6 @@
 """Warm graders' demand: the users' leases (:class:`Lease`: an env holds one for its grader's
 kind) and the sizing they drive (:func:`wanted`, and :func:`sweep` for kinds idle too long) of
-the pools in :mod:`taskgym.sandbox.warm`.
+the pools in :mod:`taskgym.sandbox.grading.warm`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from taskgym.errors import SandboxError
 from taskgym.sandbox.base import Backend, SandboxSpec
-from taskgym.sandbox.warm import (
+from taskgym.sandbox.grading.warm import (
     LOCK,
     POOLS,
     WarmPool,
@@ -30,9 +30,9 @@ class Lease:
 
     While the lease is open the pool of its kind lives; while it expects a grade
     (:meth:`expect`) it counts one towards the graders the pool keeps waiting, or, where the
-    kind's zygote serves it (local), boots that zygote instead. :meth:`close` (at the env's
-    close) shrinks the pool to the other users' counts, or closes it and the kind's zygote
-    when no user is left."""
+    backend's forking grader serves the kind (:meth:`Backend.grader_forks`; local: its zygote),
+    boots that instead. :meth:`close` (at the env's close) shrinks the pool to the other
+    users' counts, or closes it and the kind's forking grader when no user is left."""
 
     def __init__(self, backend: Backend, spec: SandboxSpec, argv: Sequence[str],
                  preload: Sequence[str]) -> None:
@@ -50,8 +50,8 @@ class Lease:
         return self.key == kind_key(backend, *stub_command(spec, argv, preload))
 
     def expect(self) -> None:
-        """An episode began that will grade: count it, and boot the kind's zygote (local),
-        else graders up to the count."""
+        """An episode began that will grade: count it, and boot the kind's forking grader
+        (:meth:`Backend.grader_forks`) where there is one, else graders up to the count."""
         with LOCK:
             if self not in USERS.get(self.key, ()):
                 raise SandboxError("this warm-grader lease is closed")
@@ -59,9 +59,8 @@ class Lease:
         if pool_size(self.backend):
             pool = get_pool(self.backend, self.spec, self.command)
             pool.used = time.monotonic()
-            from taskgym.sandbox.local.zygote import start_zygote
-
-            if not start_zygote(self.backend, pool.spec, pool.argv, pool.version()):
+            forks = self.backend.grader_forks()
+            if forks is None or not forks.start(pool.spec, pool.argv, pool.version()):
                 pool.refill(wanted(pool))
 
     def settle(self) -> None:
@@ -81,9 +80,9 @@ class Lease:
             pool = POOLS.pop(self.key, None) if last else POOLS.get(self.key)
         self.expecting = False
         if last:
-            from taskgym.sandbox.local.zygote import close_zygote
-
-            close_zygote(self.backend, self.spec, self.command)
+            forks = self.backend.grader_forks()
+            if forks is not None:
+                forks.close(self.spec, self.command)
         if pool is not None:
             if last:
                 pool.close()
@@ -92,8 +91,8 @@ class Lease:
 
 
 USERS: dict[tuple[int, str], list[Lease]] = {}
-"""The open leases by kind (:func:`~taskgym.sandbox.warm.kind_key`); guarded by
-:data:`~taskgym.sandbox.warm.LOCK`."""
+"""The open leases by kind (:func:`~taskgym.sandbox.grading.warm.kind_key`); guarded by
+:data:`~taskgym.sandbox.grading.warm.LOCK`."""
 
 
 def expected(key: tuple[int, str]) -> int:
@@ -115,7 +114,7 @@ _DROPPED: queue.SimpleQueue[Lease] = queue.SimpleQueue()
 def release_dropped(lease: Lease) -> None:
     """What an env's finalizer calls for its lease: queue it to be closed at a safe point.
     A finalizer runs wherever the garbage collector does, in any thread, possibly inside a
-    block that holds :data:`~taskgym.sandbox.warm.LOCK` or the zygotes' lock, which closing
+    block that holds :data:`~taskgym.sandbox.grading.warm.LOCK` or the zygotes' lock, which closing
     the lease takes (it deadlocked the zygotes' sweep and every thread after it); so it only
     queues (``SimpleQueue.put`` may be called from a finalizer)."""
     _DROPPED.put(lease)

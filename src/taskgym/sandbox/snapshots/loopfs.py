@@ -3,8 +3,8 @@
 ``with loop_filesystem("btrfs") as folder:`` makes a sparse image file, formats it (btrfs
 with quotas enabled, or XFS with ``reflink=1``), mounts it through a loop device and yields
 the mount point; on the way out (errors included) it unmounts it and deletes the image. Point
-the runtime root at it (:func:`~taskgym.sandbox.cleanup.set_runtime_root`) to put snapshots
-and, on btrfs, workspaces there (:mod:`taskgym.sandbox.disk`). Needs root and the
+the runtime root at it (:func:`~taskgym.sandbox.host.cleanup.set_runtime_root`) to put snapshots
+and, on btrfs, workspaces there (:mod:`taskgym.sandbox.snapshots.disk`). Needs root and the
 filesystem's tools (``xfsprogs``, ``btrfs-progs``); the benchmark and the tests of
 copy-on-write use it.
 """

@@ -5,7 +5,7 @@ Flatpak's list: process_vm_*, keyrings, perf events, the mount API,
 unshare/setns, module and kexec loading, bpf, userfaultfd, io_uring (which bypasses
 socket filtering), open_by_handle_at, terminal injection through the TIOCSTI and
 TIOCLINUX ioctls, and the btrfs ioctls that make subvolumes and snapshots (a subvolume made
-inside an on-disk workspace would escape its quota: :mod:`taskgym.sandbox.disk`).
+inside an on-disk workspace would escape its quota: :mod:`taskgym.sandbox.snapshots.disk`).
 ``clone3`` answers ENOSYS so libc falls back to ``clone``. A process of another ABI (x32,
 i386) is killed.
 

@@ -17,9 +17,9 @@ import threading
 from pathlib import Path
 
 from taskgym.errors import ConfigError
-from taskgym.sandbox._cgroups import cgroup_parents, remove_cgroup
-from taskgym.sandbox._tree import remove_tree
-from taskgym.sandbox.procs import proc_stat
+from taskgym.sandbox.host.cgroups import cgroup_parents, remove_cgroup
+from taskgym.sandbox.host.procs import proc_stat
+from taskgym.sandbox.host.tree import remove_tree
 
 __all__ = ["MEMORY_BASE", "leftovers", "memory_root", "owner_alive", "reap", "reap_once",
            "runtime_root", "scratch_dir", "session_name", "set_runtime_root"]
@@ -43,7 +43,7 @@ def runtime_root() -> Path:
     ``TASKGYM_RUNTIME_ROOT``, else the system's temporary folder (``TMPDIR``, else ``/tmp``).
 
     Snapshots live here, and so do the workspaces of local sandboxes when this folder is on
-    a filesystem with reflinks and project quotas (:mod:`taskgym.sandbox.disk`): put it on
+    a filesystem with reflinks and project quotas (:mod:`taskgym.sandbox.snapshots.disk`): put it on
     such a filesystem (XFS made with ``reflink=1``, mounted with ``prjquota``) for
     copy-on-write forks."""
     base = _base if _base is not None else Path(
@@ -71,7 +71,7 @@ def set_runtime_root(base: str | os.PathLike[str] | None) -> None:
 
 def memory_root(create: bool = True) -> Path | None:
     """This user's folder for snapshots kept in memory, ``/dev/shm/taskgym-<uid>`` (created
-    0700 unless ``create`` is false; see :mod:`taskgym.sandbox.snapshot_store`), or ``None``
+    0700 unless ``create`` is false; see :mod:`taskgym.sandbox.snapshots.store`), or ``None``
     when there is no such memory-backed folder here, it is not writable, or the name is taken
     by something that is not a folder of this user's with mode 0700 (``/dev/shm`` is writable
     by everyone)."""

@@ -1,18 +1,19 @@
 """Warm graders: pre-started, single-use grader sandboxes that imported their libraries already.
 
-A grade that names modules to ``preload`` (:func:`taskgym.sandbox.grading.run_grader`) runs
+A grade that names modules to ``preload`` (:func:`taskgym.sandbox.grading.run.run_grader`) runs
 its script through ``inside/warm_grader.py`` in a sandbox started ahead of time with the
 grader's spec and an empty workspace. That sandbox imported the modules (CadQuery, trimesh)
 before any agent data existed in it; at grade time the host copies the workspace in, sends the
 "go" message carrying the grade's descriptors (nonce, report, secrets, stdout, stderr) over
 the channel, waits for the script to exit and destroys the sandbox. Each pre-started sandbox
 serves exactly one grade, so the fresh-sandbox guarantee holds (docs/security.md, "Warm
-graders"); what it saves is the import's wall time, not its CPU. On the local backend a grade
-is instead forked by the kind's grader zygote (:mod:`taskgym.sandbox.local.zygote`), which
-imported once per process; the pool is its fallback and the only path on docker.
+graders"); what it saves is the import's wall time, not its CPU. Where the backend has
+forking graders (:meth:`Backend.grader_forks`, :mod:`taskgym.sandbox.grading.forks`; on the
+local backend the kind's grader zygote, which imported once per process) a grade is forked by
+one instead; the pool is their fallback, and the only path on docker.
 
 A pool per (backend, spec, command), for the :data:`MAX_KINDS` most recently used kinds, is
-sized by demand: its users (:class:`~taskgym.sandbox.warm_leases.Lease`: an env holds one for
+sized by demand: its users (:class:`~taskgym.sandbox.grading.warm_leases.Lease`: an env holds one for
 its grader's kind) each count while an episode of theirs runs and will grade (``Lease.expect``
 at reset, ``Lease.settle`` when the grade begins or the episode ends), and the pool boots in the
 background until as many graders wait as are counted, at least one, at most the backend's
@@ -30,8 +31,8 @@ graders stay the parent's, neither used nor closed by the child, which starts it
 demand; the leases it inherited (its envs') still count.
 
 This module holds the pools and their booting thread; the demand (leases and the sizing
-they drive) is :mod:`taskgym.sandbox.warm_leases`, running one grade in a taken grader
-:mod:`taskgym.sandbox.warm_run`.
+they drive) is :mod:`taskgym.sandbox.grading.warm_leases`, running one grade in a taken grader
+:mod:`taskgym.sandbox.grading.warm_run`.
 """
 
 from __future__ import annotations
@@ -43,20 +44,21 @@ import json
 import socket
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
 from taskgym.errors import ConfigError, SandboxError
 from taskgym.sandbox.base import Backend, Prestarted, SandboxSpec
-from taskgym.sandbox.booting import JobThread
 from taskgym.sandbox.config import warm_graders_default
-from taskgym.sandbox.forking import at_fork
+from taskgym.sandbox.host.at_fork import at_fork
+from taskgym.sandbox.host.booting import JobThread
 
 __all__ = ["LOCK", "MAX_KINDS", "POOLS", "STUB_MOUNT", "Entry", "WarmPool", "close_warm_graders",
            "get_pool", "kind_key", "pool_size", "stub_command", "warm_pools"]
 
-STUB_DIR = Path(__file__).parent / "inside"
+STUB_DIR = Path(__file__).parent.parent / "inside"
 STUB_MOUNT = "/.taskgym-warm"
 MAX_KINDS = 4
 """Kinds of grader (backend, spec, command) kept warm at once; the least recently used goes."""
@@ -155,7 +157,7 @@ class WarmPool:
         self.key = kind_key(backend, spec, argv)
         self.used = time.monotonic()
         """When a grade or a user's reset last asked for this kind
-        (:func:`~taskgym.sandbox.warm_leases.sweep`)."""
+        (:func:`~taskgym.sandbox.grading.warm_leases.sweep`)."""
 
     def version(self) -> str:
         """A digest of the code the grader runs: the stub and every bound folder's files
@@ -233,14 +235,14 @@ def _boot(job: tuple[Entry, Backend, SandboxSpec, list[str]]) -> None:
 
 
 def _sweep() -> None:
-    from taskgym.sandbox.warm_leases import sweep
+    from taskgym.sandbox.grading.warm_leases import sweep
 
     sweep()
 
 
 _BOOTS: JobThread[tuple[Entry, Backend, SandboxSpec, list[str]]] = JobThread(
     "taskgym-warm-grader", _boot, idle=_sweep, every=SWEEP_SEC)
-"""The one thread that boots pool graders, one at a time (see :mod:`taskgym.sandbox.booting`),
+"""The one thread that boots pool graders, one at a time (see :mod:`taskgym.sandbox.host.booting`),
 and sweeps idle pools between boots."""
 
 
@@ -251,9 +253,12 @@ def _boot_later(entry: Entry, backend: Backend, spec: SandboxSpec, argv: list[st
 
 POOLS: OrderedDict[tuple[int, str], WarmPool] = OrderedDict()
 """The live pools by kind (:func:`kind_key`), least recently used first; guarded by :data:`LOCK`."""
+FORKING: weakref.WeakSet[Backend] = weakref.WeakSet()
+"""The backends warm graders were asked of, whose :meth:`~Backend.grader_forks` a
+:func:`close_warm_graders` of every backend closes; guarded by :data:`LOCK`."""
 LOCK = threading.Lock()
-"""Guards :data:`POOLS`, the booting thread's start and the leases' users
-(:data:`~taskgym.sandbox.warm_leases.USERS`)."""
+"""Guards :data:`POOLS`, :data:`FORKING`, the booting thread's start and the leases' users
+(:data:`~taskgym.sandbox.grading.warm_leases.USERS`)."""
 
 
 def kind_key(backend: Backend, spec: SandboxSpec, argv: list[str]) -> tuple[int, str]:
@@ -267,6 +272,7 @@ def get_pool(backend: Backend, spec: SandboxSpec, argv: list[str]) -> WarmPool:
     key = kind_key(backend, spec, argv)
     evicted = []
     with LOCK:
+        FORKING.add(backend)
         pool = POOLS.get(key)
         if pool is None or pool.backend is not backend:
             pool = POOLS[key] = WarmPool(backend, spec, argv)
@@ -299,9 +305,12 @@ def warm_pools(backend: Backend | None = None) -> list[WarmPool]:
 
 def close_warm_graders(backend: Backend | None = None) -> None:
     """Close the pre-started graders of ``backend`` (of every backend when ``None``)."""
-    from taskgym.sandbox.local.zygote import close_zygotes
-
-    close_zygotes(backend)
+    with LOCK:
+        owners = [backend] if backend is not None else list(FORKING)
+    for owner in owners:
+        forks = owner.grader_forks()
+        if forks is not None:
+            forks.close_all()
     with LOCK:
         keys = [k for k, p in POOLS.items() if backend is None or p.backend is backend]
         pools = [POOLS.pop(k) for k in keys]

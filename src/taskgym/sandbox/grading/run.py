@@ -39,10 +39,10 @@ from taskgym.errors import (
     SandboxTextError,
 )
 from taskgym.sandbox.base import Backend, ExecResult, ResourceUsage, SandboxSpec
-from taskgym.sandbox.cleanup import runtime_root
-from taskgym.sandbox.os_errors import sandbox_error
-from taskgym.sandbox.warm import pool_size
-from taskgym.sandbox.warm_run import run_warm
+from taskgym.sandbox.grading.warm import pool_size
+from taskgym.sandbox.grading.warm_run import run_warm
+from taskgym.sandbox.host.cleanup import runtime_root
+from taskgym.sandbox.host.os_errors import sandbox_error
 
 __all__ = ["Grader", "GraderRun", "REPORT_LIMIT", "run_grader"]
 
@@ -61,7 +61,7 @@ class GraderRun:
     """The nonce-tagged JSON objects the grader reported, in order."""
     path: str = "cold"
     """Where it ran: ``cold`` (a sandbox started for it), ``pool`` (a pre-started one) or
-    ``zygote`` (forked by the kind's grader zygote); see :mod:`taskgym.sandbox.warm`."""
+    ``zygote`` (forked by the kind's grader zygote); see :mod:`taskgym.sandbox.grading.warm`."""
 
     def final(self, key: str = "final") -> dict[str, Any] | None:
         """The first record whose ``key`` is true, else ``None``."""
@@ -104,7 +104,7 @@ def run_grader(backend: Backend, spec: SandboxSpec, argv: list[str], *, seed: Pa
 
     ``preload``: modules the grader script (``argv`` is ``python3 [options] SCRIPT ...``)
     imports, to be imported ahead of time in a pre-started, single-use sandbox
-    (:mod:`taskgym.sandbox.warm`); ``None``, ``pass_fds``, a backend whose ``warm_graders``
+    (:mod:`taskgym.sandbox.grading.warm`); ``None``, ``pass_fds``, a backend whose ``warm_graders``
     is 0 or that cannot pre-start: the sandbox is started for this grade, with the command.
     """
     nonce = random.token_hex(16)

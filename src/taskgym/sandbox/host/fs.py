@@ -14,7 +14,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from taskgym.errors import SandboxError, SandboxPathError
-from taskgym.sandbox._commands import encode_text
+from taskgym.sandbox.shell.commands import encode_text
 
 if TYPE_CHECKING:
     from taskgym.sandbox.base import SandboxSpec

@@ -27,9 +27,9 @@ import time
 import weakref
 
 from taskgym.sandbox.base import Backend, SandboxSpec, Session
-from taskgym.sandbox.booting import JobThread
 from taskgym.sandbox.config import whole_number_env
-from taskgym.sandbox.forking import at_fork
+from taskgym.sandbox.host.at_fork import at_fork
+from taskgym.sandbox.host.booting import JobThread
 
 __all__ = ["Spares", "max_spares"]
 
@@ -146,7 +146,7 @@ def _close(sessions: list[Session]) -> None:
 
 
 _BOOTS: JobThread[Spares] = JobThread("taskgym-fork-spares", lambda spares: spares._boot_one())
-"""The one thread that starts spare sessions (see :mod:`taskgym.sandbox.booting`)."""
+"""The one thread that starts spare sessions (see :mod:`taskgym.sandbox.host.booting`)."""
 _ALL: weakref.WeakSet[Spares] = weakref.WeakSet()
 
 

@@ -1,16 +1,16 @@
 """The pieces of the shell sessions' command protocol that need no session: the status
 socket and its read with the writer's pid, the status line's parser, the output files and
-the runaway-output check (:class:`~taskgym.sandbox.shell_session.ShellSession` uses them)."""
+the runaway-output check (:class:`~taskgym.sandbox.shell.session.ShellSession` uses them)."""
 
 from __future__ import annotations
 
 import os
 import socket
 
-from taskgym.sandbox import _gil_held
-from taskgym.sandbox._commands import STATUS_MAX, BadStatus
 from taskgym.sandbox.base import SandboxSpec
-from taskgym.sandbox.output import join_cut
+from taskgym.sandbox.host import gil_held
+from taskgym.sandbox.shell.commands import STATUS_MAX, BadStatus
+from taskgym.sandbox.shell.output import join_cut
 
 __all__ = ["REWIND_AT", "RUNAWAY_CHECK_SEC", "open_output", "output_full", "parse_status",
            "read_capped", "read_status", "status_socket"]
@@ -40,7 +40,7 @@ def read_status(fd: int) -> tuple[bytes, int]:
     """What is waiting on ``fd``, the host's end of a status channel (:func:`status_socket`; up
     to 4 kB, empty once every writer is gone), and the pid, in the host's pid namespace, of
     the process that wrote it (0 when the kernel gave none)."""
-    return _gil_held.recv_pid(fd, 4096)
+    return gil_held.recv_pid(fd, 4096)
 
 
 def parse_status(buf: bytes, tag: bytes, seq: int) -> int | None:
@@ -83,7 +83,7 @@ def read_capped(fd: int, offset: int, cap: int) -> tuple[str, int, bool]:
     read up to; whether the text was cut."""
     if fd < 0:
         return "", offset, False
-    data = _gil_held.pread(fd, cap + 1, offset)
+    data = gil_held.pread(fd, cap + 1, offset)
     if len(data) <= cap:
         return data.decode("utf-8", errors="replace"), offset + len(data), False
     size = os.fstat(fd).st_size

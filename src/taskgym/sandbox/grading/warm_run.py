@@ -1,6 +1,7 @@
-"""Running one grade in a warm grader (:mod:`taskgym.sandbox.warm`): one forked by the kind's
-zygote, or taken from the pool (one started on the spot when none is ready); the workspace
-copied in, the go message with its descriptors, the output collected.
+"""Running one grade in a warm grader (:mod:`taskgym.sandbox.grading.warm`): one forked by the
+backend's forking grader of its kind (:mod:`taskgym.sandbox.grading.forks`), or taken from the
+pool (one started on the spot when none is ready); the workspace copied in, the go message
+with its descriptors, the output collected.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from pathlib import Path
 
 from taskgym.errors import SandboxError
 from taskgym.sandbox.base import Backend, ExecResult, Prestarted, ResourceUsage, SandboxSpec
-from taskgym.sandbox.output import decode_capped
-from taskgym.sandbox.warm import Entry, get_pool, stub_command
-from taskgym.sandbox.warm_leases import wanted
+from taskgym.sandbox.grading.warm import Entry, get_pool, stub_command
+from taskgym.sandbox.grading.warm_leases import wanted
+from taskgym.sandbox.shell.output import decode_capped
 
 __all__ = ["run_warm"]
 
@@ -27,9 +28,9 @@ __all__ = ["run_warm"]
 def run_warm(backend: Backend, spec: SandboxSpec, argv: Sequence[str], preload: Sequence[str], *,
              seed: Path | None, timeout: float, fds: Mapping[str, int]
              ) -> tuple[ExecResult, ResourceUsage, str]:
-    """Run ``argv`` in a grade forked by the kind's zygote (:mod:`taskgym.sandbox.local.zygote`)
-    or else in a pre-started grader (one started now when none is ready): copy ``seed`` in,
-    send ``spec.env`` and the descriptors ``fds`` (name -> host descriptor; the script finds
+    """Run ``argv`` in a grade forked by the backend's :meth:`~Backend.grader_forks` (local:
+    the kind's zygote) or else in a pre-started grader (one started now when none is ready):
+    copy ``seed`` in, send ``spec.env`` and the descriptors ``fds`` (name -> host descriptor; the script finds
     each number in the variable of that name), collect its output, destroy it. The third
     value says which ran: ``zygote`` or ``pool``."""
     began = time.monotonic()
@@ -37,9 +38,8 @@ def run_warm(backend: Backend, spec: SandboxSpec, argv: Sequence[str], preload: 
     stub_spec, command = stub_command(spec, argv, preload)
     pool = get_pool(backend, stub_spec, command)
     version = pool.version()
-    from taskgym.sandbox.local.zygote import fork_grade
-
-    started: Prestarted | None = fork_grade(backend, stub_spec, command, version, spec, deadline)
+    forks = backend.grader_forks()
+    started = None if forks is None else forks.fork(stub_spec, command, version, spec, deadline)
     path = "pool" if started is None else "zygote"
     entry = pool.take(version) if started is None else None
     if entry is not None:
