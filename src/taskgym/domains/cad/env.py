@@ -75,11 +75,12 @@ class CadEnv(WorkerEnv):
         "with the hidden reference part, halved for each failed check (overall size, round "
         "holes).\n")
 
-    def prepare(self, task: Task) -> None:
+    def start_episode(self, task: Task) -> dict[str, Any]:
         check_reference(task, self.backend)  # a broken reference fails here, not at grading
+        return {}
 
     # -- tools ------------------------------------------------------------------------
-    def _submit(self, args: CodeArgs) -> ToolResult:
+    def _submitted(self, args: CodeArgs) -> ToolResult:
         self.save(PART_FILE, args.code)
         return ToolResult("submitted /app/part.py", done=True)
 
@@ -95,8 +96,9 @@ class CadEnv(WorkerEnv):
             Tool("measure", "Measure the last part built by run_cadquery: bounding box, round "
                  "holes, faces, distances from points ([x, y, z] in mm).", MeasureArgs, self.measure),
             *shell_tools(lambda: self.session, self.command_timeout),
-            Tool("submit", "Grade /app/part.py (after saving `code` there, if given) against the "
-                 "hidden reference part; ends the episode.", CodeArgs, self._submit),
+            self.submit_tool("Grade /app/part.py (after saving `code` there, if given) against "
+                             "the hidden reference part; ends the episode.", CodeArgs,
+                             self._submitted),
         ]
 
     # -- grading ----------------------------------------------------------------------

@@ -47,30 +47,26 @@ class CodingEnv(TaskEnv):
 
     def make_tools(self) -> list[Tool]:
         return [*shell_tools(lambda: self.session, self.command_timeout),
-                Tool("submit", "Submit the workspace for grading by the hidden tests; ends the "
-                     "episode (or, in a task of several steps, starts the next step).",
-                     SubmitArgs, self._submit)]
+                self.submit_tool("Submit the workspace for grading by the hidden tests; ends the "
+                                 "episode (or, in a task of several steps, starts the next step).",
+                                 then=self._submitted)]
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
-              ) -> tuple[dict[str, str], dict[str, Any]]:
-        """As :meth:`TaskEnv.reset`; a multi-step task starts at its first step (its files
-        copied in and its setup run; see :mod:`taskgym.core.task_steps`)."""
-        obs, info = super().reset(seed=seed, options=options)
-        assert self.task is not None
+    def start_episode(self, task: Task) -> dict[str, Any]:
+        """A multi-step task starts at its first step (its files copied in and its setup run;
+        see :mod:`taskgym.core.task_steps`)."""
         self._step_run = None
-        if self.task.steps:
-            self._step_run = StepRun(self.task)
-            problem = prepare_step(self.task, self._step_run.name, self.session,
-                                   self.command_timeout())
-            if problem is not None:
-                raise ConfigError(f"{self.task.path}: {problem}")
-            info["step_name"] = self._step_run.name
-        return obs, info
+        if not task.steps:
+            return {}
+        self._step_run = StepRun(task)
+        problem = prepare_step(task, self._step_run.name, self.session, self.command_timeout())
+        if problem is not None:
+            raise ConfigError(f"{task.path}: {problem}")
+        return {"step_name": self._step_run.name}
 
-    def _submit(self, _args: SubmitArgs) -> ToolResult:
+    def _submitted(self, _args: SubmitArgs) -> ToolResult | None:
         run = self._step_run
         if run is None or run.last:
-            return ToolResult("submitted", done=True)
+            return None  # "submitted": the episode ends and is graded
         assert self.task is not None
         try:
             result = verify_session(self.task, self.session, self.backend, step=run.name)

@@ -19,7 +19,7 @@ from taskgym.core.task import Task
 from taskgym.core.task_steps import copy_tests
 from taskgym.core.verdicts import grader_verdict
 from taskgym.errors import ConfigError
-from taskgym.sandbox import Backend, SandboxSpec, Session, scratch_dir
+from taskgym.sandbox import Backend, Session, scratch_dir
 from taskgym.sandbox.grading import run_grader
 
 __all__ = ["grade_workspace", "grader_mode", "verify_session"]
@@ -96,8 +96,8 @@ def _run_grader(task: Task, mode: str, tests: Path, workspace: Path, backend: Ba
     else:
         size_mb = sum(p.stat().st_size for p in tests.rglob("*") if p.is_file()) >> 20
         binds, writable, tmp_mb = {str(tests): "/.tests"}, ("/tests", "/logs"), 256 + 2 * size_mb
-    spec = SandboxSpec(
-        memory_mb=limits.memory_mb, pids=limits.pids, disk_mb=limits.disk_mb, tmp_mb=tmp_mb,
+    spec = limits.sandbox_spec(
+        tmp_mb=tmp_mb,
         env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"},
         ro_binds={**binds, str(GRADER_DIR): "/.grader"}, writable_dirs=writable, image=image,
     )

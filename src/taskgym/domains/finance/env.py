@@ -77,25 +77,14 @@ class FinanceEnv(TaskEnv):
     requires = ("pypdfium2", "pdfplumber", "rank_bm25")
     extra = "pdf"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._submission: Submission | None = None
-        super().__init__(*args, **kwargs)
-
     def make_tools(self) -> list[Tool]:
         def documents() -> list[Path]:
             if self.task is None:
                 raise ConfigError("no episode is running; call reset() first")
             return documents_of(self.task)
 
-        def record(submission: Submission) -> None:
-            self._submission = submission
-
-        return finance_tools(documents, lambda: self.session, self.command_timeout, record)
-
-    def reset(self, *, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[dict[str, str], dict[str, Any]]:
-        self._submission = None
-        return super().reset(seed=seed, options=options)
+        return [*finance_tools(documents, lambda: self.session, self.command_timeout),
+                self.submit_tool("Submit the answer; this ends the episode.", Submission)]
 
     def sandbox_spec(self, task: Task) -> SandboxSpec:
         return super().sandbox_spec(task).model_copy(update={"host_python": True})
@@ -113,7 +102,7 @@ class FinanceEnv(TaskEnv):
 
     def verify(self, task: Task, session: Session) -> RewardResult:
         gold = load_gold(task)
-        submission = self._submission or Submission()
+        submission = self.submission if isinstance(self.submission, Submission) else Submission()
         names = [p.name for p in documents_of(task)]
         return grade(gold, submission.answer, submission.unit, submission.pages, names)
 
