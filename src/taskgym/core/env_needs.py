@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import shutil
+import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
@@ -22,7 +23,7 @@ from typing import ClassVar
 from taskgym.core.preflight import Requirement, extra_fix, system_fix
 from taskgym.errors import MissingDependencyError
 
-__all__ = ["Check", "EnvNeeds"]
+__all__ = ["Check", "EnvNeeds", "program_check"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,21 @@ class Check:
     optional: bool = False
     """Not needed by the default setup (coding-terminal-v0 on the local sandbox): the docker
     backend, the cad and pdf extras, ... A missing optional part is reported, not a failure."""
+
+
+def program_check(name: str, argv: list[str], package: str, optional: bool = True) -> Check:
+    """Whether ``argv`` (a program in ``/usr/bin`` or ``/bin``, which the local sandbox
+    sees) runs, with its first line of output; the fix installs the system's ``package``."""
+    path = shutil.which(argv[0], path="/usr/bin:/bin")
+    if path is None:
+        return Check(name, False, f"{argv[0]} missing from /usr/bin", system_fix(package),
+                     optional=optional)
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    if proc.returncode != 0:
+        return Check(name, False, (proc.stderr or proc.stdout).strip()[:200],
+                     system_fix(package), optional=optional)
+    return Check(name, True, (proc.stdout or proc.stderr).strip().splitlines()[0][:80],
+                 optional=optional)
 
 
 class EnvNeeds:

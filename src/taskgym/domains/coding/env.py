@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from taskgym.core.env import TaskEnv
+from taskgym.core.env_needs import Check, program_check
 from taskgym.core.preflight import PYTEST, PYTHON3, GraderNeeds, Requirement, own_image_fix
 from taskgym.core.reward import RewardResult
 from taskgym.core.solutions import oracle_plan, solution_mount
@@ -86,6 +87,18 @@ class CodingEnv(TaskEnv):
         instruction = (step_dir(self.task.path, run.name) / "instruction.md").read_text()
         return ToolResult(f"{graded}\n\n# next step: {run.name}\n{instruction}",
                           info={"step_name": run.name, "step_reward": result.score})
+
+    @classmethod
+    def doctor_checks(cls, env_id: str) -> list[Check]:
+        """The default setup's own needs (not optional): the grader's pytest and the tools
+        tasks use, as the local sandbox sees them."""
+        probe = ("import sys, pytest; sys.exit('pytest is an empty folder') if getattr(pytest, "
+                 "'__file__', None) is None else print('pytest', pytest.__version__)")
+        return [program_check(PYTEST.name, ["/usr/bin/python3", "-I", "-c", probe],
+                              PYTEST.packages, optional=False),
+                *(program_check(f"coding: {tool}", [tool, "--version"], package, optional=False)
+                  for tool, package in (("git", "git"), ("make", "make"),
+                                        ("gcc", "gcc libc6-dev")))]
 
     def workspace_seed(self, task: Task) -> Path | None:
         return task_workspace(task, self.backend, self.sandbox_spec(task), self.image)
