@@ -27,7 +27,8 @@ class EnvTasks:
     domain: ClassVar[str]
     curated: ClassVar[str | Path | None] = None
     """The folder of the curated task folders (``tasks="curated"``, the default): a path,
-    absolute or relative to taskgym's ``envs/`` folder (``"<env id>/tasks"``)."""
+    absolute or relative to taskgym's ``envs/`` folder (``"<env id>/tasks"``); ``None``: the
+    generated tasks are the default."""
     generators: ClassVar[tuple[str, ...]] = ()
     """Names of the seeded generators (``tasks="generated:<name>"``), made by :attr:`generate`."""
     generate: ClassVar[str | None] = None
@@ -37,9 +38,13 @@ class EnvTasks:
     """How many seeds iterating a generated task set covers."""
 
     def default_tasks(self) -> TaskSet:
-        """The curated task set used when ``tasks`` is not given (:attr:`curated`)."""
+        """The task set used when ``tasks`` is not given: the curated one (:attr:`curated`),
+        else, for a domain with generators only, the generated one."""
         if self.curated is None:
-            raise ConfigError(f"{type(self).__name__} has no curated tasks; pass tasks=...")
+            generated = self.generated_tasks(())
+            if generated is None:
+                raise ConfigError(f"{type(self).__name__} has no curated tasks; pass tasks=...")
+            return generated
         return FolderTaskSet(envs_dir() / self.curated, self.domain)
 
     def named_tasks(self, name: str) -> TaskSet | None:
