@@ -159,13 +159,13 @@ class TaskEnv(EnvSnapshots, EnvStepping, EnvGrading, EnvNeeds, EnvTasks,
     def oracle_actions(self, task: Task) -> list[dict[str, Any]]:
         """Actions that solve ``task`` (from its reference solution), ending with submit."""
 
-    def start_episode(self, task: Task) -> Mapping[str, Any]:
+    def start_episode(self, task: Task) -> Mapping[str, Any] | None:
         """The one hook for the domain's per-episode state: ``reset`` calls it once ``task``'s
         sandbox runs and before the agent acts (and :attr:`submission` is cleared). Set the
         attributes :attr:`episode_attributes` names here (snapshots carry them), check the
         task (raise :class:`ConfigError`), prepare the sandbox. Returns what to add to
-        ``reset``'s info."""
-        return {}
+        ``reset``'s info, if anything."""
+        return None
 
     def submit_tool(self, description: str = "Submit your work for grading; this ends the "
                     "episode.", args: type[BaseModel] = SubmitArgs,
@@ -258,7 +258,7 @@ class TaskEnv(EnvSnapshots, EnvStepping, EnvGrading, EnvNeeds, EnvTasks,
         text = task.instruction
         self._transcript = [f"# task {task.id}\n{text}"]
         info = {"task_id": task.id, "domain": self.domain, "tools": self._tool_specs, "step": 0,
-                **started}
+                **(started or {})}
         return {"text": text}, info
 
     # -- asyncio API -----------------------------------------------------------------

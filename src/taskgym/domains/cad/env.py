@@ -6,17 +6,22 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from taskgym.core.preflight import Requirement
-from taskgym.core.reward import RewardResult, submitted_file
-from taskgym.core.task import Task
-from taskgym.core.tool import Tool, ToolArgs, ToolResult
+from taskgym.domain import (
+    Requirement,
+    RewardResult,
+    Session,
+    Task,
+    Tool,
+    ToolArgs,
+    ToolResult,
+    WorkerEnv,
+    shell_tools,
+    submitted_file,
+)
 from taskgym.domains.cad.generators import FAMILIES
 from taskgym.domains.cad.settings import CadSettings
 from taskgym.domains.cad.verifier import INSIDE_DIR, INSIDE_MOUNT, check_reference, grade_code
-from taskgym.sandbox import Session
-from taskgym.tools import shell_tools
 from taskgym.tools.view import ViewArgs
-from taskgym.tools.worker_env import WorkerEnv
 
 __all__ = ["PART_FILE", "CadEnv"]
 
@@ -75,9 +80,8 @@ class CadEnv(WorkerEnv):
         "with the hidden reference part, halved for each failed check (overall size, round "
         "holes).\n")
 
-    def start_episode(self, task: Task) -> dict[str, Any]:
+    def start_episode(self, task: Task) -> None:
         check_reference(task, self.backend)  # a broken reference fails here, not at grading
-        return {}
 
     # -- tools ------------------------------------------------------------------------
     def _submitted(self, args: CodeArgs) -> ToolResult:

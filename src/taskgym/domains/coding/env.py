@@ -5,22 +5,29 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from taskgym.core.env import TaskEnv
-from taskgym.core.env_needs import Check, program_check
-from taskgym.core.preflight import PYTEST, PYTHON3, GraderNeeds, Requirement, own_image_fix
-from taskgym.core.reward import RewardResult
+from taskgym.core.preflight import PYTEST, PYTHON3, GraderNeeds, own_image_fix
 from taskgym.core.solutions import oracle_plan, solution_mount
-from taskgym.core.task import Task
 from taskgym.core.task_layouts import step_dir
 from taskgym.core.task_steps import StepRun, prepare_step
-from taskgym.core.tool import Tool, ToolResult
 from taskgym.core.workspace import task_workspace
+from taskgym.domain import (
+    Check,
+    ConfigError,
+    Requirement,
+    RewardResult,
+    SandboxSpec,
+    Session,
+    SubmitArgs,
+    Task,
+    TaskEnv,
+    TaskgymError,
+    Tool,
+    ToolResult,
+    program_check,
+    shell_tools,
+)
 from taskgym.domains.coding.script_needs import cached_script_needs, refuse_unloaded_plugins
 from taskgym.domains.coding.verifier import grader_mode, verify_session
-from taskgym.errors import ConfigError, TaskgymError
-from taskgym.sandbox import SandboxSpec, Session
-from taskgym.tools import shell_tools
-from taskgym.tools.shell import SubmitArgs
 
 __all__ = ["GENERATORS", "CodingEnv"]
 
@@ -52,12 +59,12 @@ class CodingEnv(TaskEnv):
                                  "episode (or, in a task of several steps, starts the next step).",
                                  then=self._submitted)]
 
-    def start_episode(self, task: Task) -> dict[str, Any]:
+    def start_episode(self, task: Task) -> dict[str, Any] | None:
         """A multi-step task starts at its first step (its files copied in and its setup run;
         see :mod:`taskgym.core.task_steps`)."""
         self._step_run = None
         if not task.steps:
-            return {}
+            return None
         self._step_run = StepRun(task)
         problem = prepare_step(task, self._step_run.name, self.session, self.command_timeout())
         if problem is not None:

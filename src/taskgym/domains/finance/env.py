@@ -12,17 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from taskgym.core.env import TaskEnv
-from taskgym.core.reward import RewardResult
-from taskgym.core.settings import TaskSettings
-from taskgym.core.task import Task
-from taskgym.core.tool import Tool
+from taskgym.domain import ConfigError, RewardResult, SandboxSpec, Session, Task, TaskEnv, TaskSettings, Tool
 from taskgym.domains.finance.answers import GoldAnswer, grade
 from taskgym.domains.finance.generators import GENERATORS
 from taskgym.domains.finance.tools import Submission, finance_tools
-from taskgym.errors import ConfigError
 from taskgym.paths import linked_folder
-from taskgym.sandbox import SandboxSpec, Session
 
 __all__ = ["FinanceEnv", "FinanceSettings", "documents_of", "load_gold"]
 

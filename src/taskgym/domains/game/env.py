@@ -9,16 +9,21 @@ from typing import Any
 
 from pydantic import Field
 
-from taskgym.core.env import TaskEnv
-from taskgym.core.preflight import Requirement
-from taskgym.core.reward import RewardResult
-from taskgym.core.task import Task
-from taskgym.core.tool import Tool, ToolArgs, ToolResult
+from taskgym.domain import (
+    Requirement,
+    RewardResult,
+    SandboxSpec,
+    Session,
+    Task,
+    TaskEnv,
+    Tool,
+    ToolArgs,
+    ToolResult,
+    shell_tools,
+)
 from taskgym.domains.game.generators import FAMILIES
 from taskgym.domains.game.verifier import ENGINE, INSIDE_DIR, INSIDE_MOUNT, grade_project
 from taskgym.errors import SandboxError
-from taskgym.sandbox import SandboxSpec, Session
-from taskgym.tools import shell_tools
 
 __all__ = ["GameEnv"]
 

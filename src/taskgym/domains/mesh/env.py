@@ -7,10 +7,18 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from taskgym.core.preflight import Requirement
-from taskgym.core.reward import RewardResult, submitted_file
-from taskgym.core.task import Task
-from taskgym.core.tool import Tool, ToolArgs, ToolResult
+from taskgym.domain import (
+    Requirement,
+    RewardResult,
+    Session,
+    Task,
+    Tool,
+    ToolArgs,
+    ToolResult,
+    WorkerEnv,
+    shell_tools,
+    submitted_file,
+)
 from taskgym.domains.mesh.generators import FAMILIES
 from taskgym.domains.mesh.verifier import (
     FORMATS,
@@ -21,11 +29,8 @@ from taskgym.domains.mesh.verifier import (
     MeshSettings,
     grade_file,
 )
-from taskgym.sandbox import Session
-from taskgym.tools import shell_tools
 from taskgym.tools.view import ViewArgs
 from taskgym.tools.worker import reply_result
-from taskgym.tools.worker_env import WorkerEnv
 
 __all__ = ["MeshEnv"]
 
