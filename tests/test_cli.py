@@ -331,11 +331,11 @@ def test_doctor_without_the_cad_and_pdf_extras(capsys, monkeypatch):
     lines = capsys.readouterr().out.splitlines()
     cad = next(i for i, line in enumerate(lines) if "cad: cadquery" in line)
     assert lines[cad].startswith("--  ") and lines[cad].endswith(
-        "not installed (optional: only cad-cadquery-v0 needs it)")
+        "missing cadquery (optional: only cad-cadquery-v0 needs it)")
     assert lines[cad + 1].split() == ["fix:", "pip", "install", "'taskgym[cad]'"]
-    pdf = next(i for i, line in enumerate(lines) if "finance: pdf extra" in line)
+    pdf = next(i for i, line in enumerate(lines) if "finance: pypdfium2" in line)
     assert lines[pdf].startswith("--  ") and lines[pdf].endswith(
-        "missing pdfplumber, pypdfium2, reportlab, fpdf2 (optional: only finance-pdf-v0 needs it)")
+        "missing pypdfium2, pdfplumber, reportlab, fpdf2 (optional: only finance-pdf-v0 needs it)")
     assert lines[pdf + 1].split() == ["fix:", "pip", "install", "'taskgym[pdf]'"]
 
 

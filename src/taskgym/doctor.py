@@ -1,32 +1,21 @@
 """What can run on this machine: backends, limits and the tools envs need, with fixes.
 
-The fixes are the words a reset's preflight says when a grader's need is missing
+Each registered env contributes its own lines (``doctor_checks`` of
+:class:`~taskgym.core.env_needs.EnvNeeds`: its modules, its programs), so this module names no
+domain. The fixes are the words a reset's preflight says when a grader's need is missing
 (:mod:`taskgym.core.preflight`: one source for both)."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
-from dataclasses import dataclass
 
-from taskgym.core.preflight import PYTEST, extra_fix, image_fix, system_fix
+from taskgym.core.env_needs import Check
+from taskgym.core.preflight import image_fix
+from taskgym.core.registry import env_classes
 
 __all__ = ["Check", "leftovers_check", "run_checks"]
-
-
-@dataclass(frozen=True)
-class Check:
-    """One finding: what was checked, whether it is usable, and how to fix it if not."""
-
-    name: str
-    ok: bool
-    detail: str
-    fix: str = ""
-    optional: bool = False
-    """Not needed by the default setup (coding-terminal-v0 on the local sandbox): the docker
-    backend, the cad and pdf extras, ... A missing optional part is reported, not a failure."""
 
 
 def _cgroups() -> Check:
@@ -39,17 +28,6 @@ def _cgroups() -> Check:
                  "falling back to rlimits",
                  "run as root, or on cgroup v2 with systemd delegation "
                  "(systemd-run --user --scope -p Delegate=yes taskgym ...)")
-
-
-def _sandbox_tool(name: str, argv: list[str], package: str) -> Check:
-    path = shutil.which(argv[0], path="/usr/bin:/bin")
-    if path is None:
-        return Check(name, False, f"{argv[0]} missing from /usr/bin", system_fix(package))
-    proc = subprocess.run(argv, capture_output=True, text=True)
-    if proc.returncode != 0:
-        return Check(name, False, (proc.stderr or proc.stdout).strip()[:200],
-                     system_fix(package))
-    return Check(name, True, (proc.stdout or proc.stderr).strip().splitlines()[0][:80])
 
 
 def _step_calls() -> Check:
@@ -65,22 +43,6 @@ def _step_calls() -> Check:
                  optional=True)
 
 
-def _pdf_extra() -> Check:
-    from importlib.metadata import PackageNotFoundError, version
-
-    found, missing = [], []
-    for dist in ("pdfplumber", "pypdfium2", "reportlab", "fpdf2"):
-        try:
-            found.append(f"{dist} {version(dist)}")
-        except PackageNotFoundError:
-            missing.append(dist)
-    if missing:
-        return Check("finance: pdf extra", False,
-                     f"missing {', '.join(missing)} (optional: only finance-pdf-v0 needs it)",
-                     extra_fix("pdf"), optional=True)
-    return Check("finance: pdf extra", True, ", ".join(found))
-
-
 def _docker_checks() -> list[Check]:
     """Engine reachable, and which images exist (the docker backend is optional)."""
     from taskgym.sandbox.docker import DockerBackend
@@ -93,15 +55,18 @@ def _docker_checks() -> list[Check]:
                       "taskgym: taskgym images build", optional=True)]
     import docker
 
+    from taskgym.core.registry import image_folders
     from taskgym.sandbox.docker.host_python_image import host_python_mismatch
     from taskgym.sandbox.docker.images import (
         BASE_IMAGE,
         HOST_PYTHON_IMAGE,
+        add_image_folders,
         env_ids_with_images,
         env_image,
         local_tag,
     )
 
+    add_image_folders(image_folders())  # a plugin's own images too
     client = docker.from_env()
     try:
         version = client.version().get("Version", "?")
@@ -146,17 +111,8 @@ def run_checks() -> list[Check]:
     checks.append(_step_calls())
     checks.append(Check("user", True, "root" if os.geteuid() == 0 else
                         f"uid {os.geteuid()} (unprivileged user namespaces)"))
-    pytest_probe = ("import sys, pytest; sys.exit('pytest is an empty folder') if getattr("
-                    "pytest, '__file__', None) is None else print('pytest', pytest.__version__)")
-    checks.append(_sandbox_tool(PYTEST.name, ["/usr/bin/python3", "-I", "-c", pytest_probe],
-                                PYTEST.packages))
-    for tool, package in (("git", "git"), ("make", "make"), ("gcc", "gcc libc6-dev")):
-        checks.append(_sandbox_tool(f"coding: {tool}", [tool, "--version"], package))
-    checks.append(_cadquery())
-    checks.append(_pdf_extra())
-    engine = shutil.which("godot3-server")
-    checks.append(Check("game: godot3-server", engine is not None, engine or "not installed (game-godot-v0 "
-                        "needs it)", system_fix("godot3-server"), optional=True))
+    for env_id, cls in env_classes().items():  # each env's own lines
+        checks.extend(cls.doctor_checks(env_id))
     checks.extend(_docker_checks())
     checks.append(leftovers_check())
     return checks
@@ -175,15 +131,3 @@ def leftovers_check() -> Check:
     return Check("leftovers of dead runs", False, f"{len(found)}: {shown}",
                  "taskgym doctor --reap (the next sandbox start also reaps them)",
                  optional=True)
-
-
-def _cadquery() -> Check:
-    import importlib.metadata
-
-    try:
-        version = importlib.metadata.version("cadquery")
-    except importlib.metadata.PackageNotFoundError:
-        return Check("cad: cadquery", False,
-                     "not installed (optional: only cad-cadquery-v0 needs it)",
-                     extra_fix("cad"), optional=True)
-    return Check("cad: cadquery", True, f"cadquery {version}")

@@ -187,13 +187,16 @@ def cmd_images_build(args: argparse.Namespace) -> int:
     import docker
     from tqdm import tqdm
 
+    from taskgym.core.registry import image_folders
     from taskgym.errors import SandboxUnavailableError
     from taskgym.sandbox.docker import DockerBackend
     from taskgym.sandbox.docker.image_set import HOST_PYTHON_TARGET, build_images, image_targets
+    from taskgym.sandbox.docker.images import add_image_folders
 
     problem = DockerBackend.check()
     if problem is not None:
         raise SandboxUnavailableError(problem)
+    add_image_folders(image_folders())  # a plugin's own images too
     client = docker.from_env(timeout=600)
     targets = image_targets(args.env_id)
     failed = []

@@ -1,11 +1,20 @@
-"""The Gymnasium environment every taskgym domain builds on.
+"""The Gymnasium environment every taskgym domain builds on: its episode's life.
 
 A domain subclasses :class:`TaskEnv`, declares its data as class attributes (where its
 curated tasks live, its generators, the modules it needs) and supplies three things: its
-tools, a verifier, and the oracle's actions. The base class owns the rest: task sets
-(curated, generated, a user's folders), picking a task, starting and stopping the sandbox,
-parsing actions (never raising on bad input), budgets, and grading once the agent submits
-or runs out of steps or time.
+tools, a verifier, and the oracle's actions. The base class owns the rest, one concept per
+module:
+
+- this module: the episode's life (``reset``: pick a task, start its sandbox, call the one
+  hook for the domain's per-episode state, :meth:`TaskEnv.start_episode`; ``close``), the
+  sandbox's shape (:meth:`TaskEnv.sandbox_spec`) and the ``submit`` tool that keeps its
+  arguments for the verifier (:meth:`TaskEnv.submit_tool`);
+- :mod:`taskgym.core.env_step`: a step, parsing actions (never raising on bad input), tool
+  dispatch, budgets, errors and crashes;
+- :mod:`taskgym.core.env_grading`: the grade at the end, what the grader needs, warm graders;
+- :mod:`taskgym.core.env_tasks`: task sets (curated, generated, a user's folders);
+- :mod:`taskgym.core.env_needs`: what the env needs on this machine, install hints, doctor lines;
+- :mod:`taskgym.core.env_snapshots`: snapshots, restores, forks, clones.
 
 ``step()`` never raises for anything the agent sends. A bad action, or a tool failing with a
 :class:`TaskgymError` (the backends raise only :class:`SandboxError` subclasses, never a bare
@@ -16,38 +25,34 @@ failed rather than the policy (:mod:`taskgym.core.verdicts` decides; reward 0.0,
 a :class:`~taskgym.errors.NoVerdictError`. Any other exception (in a tool, in the verifier, or
 while stopping the sandbox) is a crash: a bug of taskgym or of the env, not something the agent
 did. It ends the episode with no verdict (class ``taskgym_crash``) and ``info["crash"]`` holding
-its type, message and traceback. A step (``step`` and ``astep``, one code path) is in
-:mod:`taskgym.core.env_step`.
+its type, message and traceback.
 """
 
 from __future__ import annotations
 
 import abc
-import copy
-import difflib
 import errno
 import functools
-import importlib
-import importlib.util
-import inspect
 import time
-import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import gymnasium as gym
-import numpy as np
+from pydantic import BaseModel
 
+from taskgym.core.env_grading import EnvGrading
+from taskgym.core.env_needs import EnvNeeds
+from taskgym.core.env_snapshots import EnvSnapshots
 from taskgym.core.env_step import EnvStepping, Observation, StepResult
-from taskgym.core.preflight import GraderNeeds, Requirement, own_image_fix, preflight
+from taskgym.core.env_tasks import EnvTasks
+from taskgym.core.preflight import preflight
 from taskgym.core.reward import RewardResult
 from taskgym.core.spaces import ToolCallSpace, UnicodeText
-from taskgym.core.task import FolderTaskSet, GeneratedTaskSet, Limits, Task, TaskSet, source_version
-from taskgym.core.tool import Tool
+from taskgym.core.task import Limits, Task, TaskSet
+from taskgym.core.tool import Tool, ToolResult
 from taskgym.core.workspace import task_image
-from taskgym.errors import ConfigError, MissingDependencyError, SandboxError
-from taskgym.paths import envs_dir
+from taskgym.errors import ConfigError, SandboxError
 from taskgym.sandbox import (
     Backend,
     DockerConfig,
@@ -58,16 +63,10 @@ from taskgym.sandbox import (
     backend_config,
     get_backend,
 )
-from taskgym.sandbox.grading import Grader
-from taskgym.sandbox.grading.warm_leases import Lease, release_dropped
+from taskgym.sandbox.grading.warm_leases import Lease
 from taskgym.sandbox.host.blocking import run_blocking
 from taskgym.sandbox.host.os_errors import resource_error
-from taskgym.sandbox.snapshots.spares import Spares
-
-if TYPE_CHECKING:
-    from typing import Self
-
-    from taskgym.core.episode_snapshot import EpisodeSnapshot
+from taskgym.tools.shell import SubmitArgs, submit_tool
 
 __all__ = ["Observation", "StepResult", "TaskEnv"]
 
@@ -77,7 +76,8 @@ RESET_OPTIONS = ("task_id", "replay")
 """The keys ``reset(options=...)`` accepts; any other raises :class:`ConfigError`."""
 
 
-class TaskEnv(EnvStepping, gym.Env[Observation, Any], abc.ABC):
+class TaskEnv(EnvSnapshots, EnvStepping, EnvGrading, EnvNeeds, EnvTasks,
+              gym.Env[Observation, Any], abc.ABC):
     """A task-sandbox environment: text observations, tool-call actions, verified reward.
 
     Args:
@@ -100,48 +100,15 @@ class TaskEnv(EnvStepping, gym.Env[Observation, Any], abc.ABC):
     domain: ClassVar[str]
     description: ClassVar[str]
     image: ClassVar[str | None] = None
-    """The env's container image (built from ``envs/<id>/Dockerfile`` by ``taskgym images
+    """The env's container image (built from its :attr:`image_folder` by ``taskgym images
     build``), used by container backends; ``None``: the backend's base image."""
-    curated: ClassVar[str | Path | None] = None
-    """The folder of the curated task folders (``tasks="curated"``, the default): a path,
-    absolute or relative to taskgym's ``envs/`` folder (``"<env id>/tasks"``)."""
-    generators: ClassVar[tuple[str, ...]] = ()
-    """Names of the seeded generators (``tasks="generated:<name>"``), made by :attr:`generate`."""
-    generate: ClassVar[str | None] = None
-    """``"module:function"`` of ``function(name, seed, dest)``, which writes one complete task
-    folder at ``dest``; cached generated tasks follow the sources of that module's folder."""
-    generated_size: ClassVar[int] = 100
-    """How many seeds iterating a generated task set covers."""
-    grader: ClassVar[str | None] = None
-    """``"module:function"`` of ``function(task, image)`` giving the
-    :class:`~taskgym.sandbox.grading.Grader` that :meth:`verify` grades with (``image``: the
-    task's :meth:`container_image`), when it imports modules first: each reset then counts its
-    episode in the warm graders of that kind, so that one waits when it grades
-    (:mod:`taskgym.sandbox.grading.warm`)."""
-    requires: ClassVar[tuple[str, ...]] = ()
-    """Modules this process must be able to import to run the env."""
-    local_requires: ClassVar[tuple[str, ...]] = ()
-    """Modules the local sandbox needs from this process's Python (``host_python``)."""
-    extra: ClassVar[str | None] = None
-    """The taskgym extra that installs :attr:`requires` (``pip install 'taskgym[<extra>]'``)."""
-    grader_requirements: ClassVar[tuple[Requirement, ...]] = ()
-    """What the grader needs in its sandbox's view (programs, Python modules), checked by
-    :meth:`reset` before an episode starts (see :meth:`grader_needs`)."""
-    restored_observation: Observation | None = None
-    """The observation the episode was at when its snapshot was taken, after :meth:`restore`
-    or :meth:`fork` (for replayed prefixes and :func:`taskgym.rollouts.group`: the last
-    step's); ``None`` when the snapshot did not record one."""
-    episode_attributes: ClassVar[tuple[str, ...]] = ()
-    """Attributes holding the domain's own state of an episode (a multi-step task's progress),
-    carried by :meth:`snapshot`, :meth:`restore` and :meth:`fork`."""
-
-    _init_args: tuple[tuple[Any, ...], dict[str, Any]]
-    _spares: Spares | None = None
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
-        env = super().__new__(cls)
-        env._init_args = (args, dict(kwargs))  # what clone() makes its twins with
-        return env
+    image_folder: ClassVar[str | Path | None] = None
+    """The folder holding the Dockerfile of :attr:`image`: a path, absolute or relative to
+    taskgym's ``envs/`` folder; ``None``: ``envs/<env id>`` when it has one. A plugin names its
+    own folder, and ``taskgym images build`` builds it too."""
+    submission: BaseModel | None = None
+    """The arguments of the episode's last ``submit`` (:meth:`submit_tool`), for ``verify``;
+    ``None`` until the agent submits. Reset at every ``reset``, carried by snapshots."""
 
     def __init__(
         self,
@@ -160,7 +127,7 @@ class TaskEnv(EnvStepping, gym.Env[Observation, Any], abc.ABC):
         self.on_no_verdict = on_no_verdict
         self._backend: Backend | None = sandbox if isinstance(sandbox, Backend) else None
         self._backend_config = None if isinstance(sandbox, Backend) else backend_config(sandbox)
-        self._check_requirements()
+        self.check_needs(isinstance(self._backend_config, LocalConfig))
         self.render_mode = render_mode
         self.task_set = self.resolve_tasks(tasks)
         self._overrides = {key: value for key, value in
@@ -184,127 +151,47 @@ class TaskEnv(EnvStepping, gym.Env[Observation, Any], abc.ABC):
         """CPU time and peak memory of the last episode's agent sandbox."""
         self._lease: Lease | None = None
 
-    # -- what a domain provides ------------------------------------------------------
-    def default_tasks(self) -> TaskSet:
-        """The curated task set used when ``tasks`` is not given (:attr:`curated`)."""
-        if self.curated is None:
-            raise ConfigError(f"{type(self).__name__} has no curated tasks; pass tasks=...")
-        return FolderTaskSet(envs_dir() / self.curated, self.domain)
-
     @abc.abstractmethod
     def make_tools(self) -> list[Tool]:
         """The tools of this domain (``submit`` included)."""
 
     @abc.abstractmethod
-    def verify(self, task: Task, session: Session) -> RewardResult:
-        """Grade the final state; every agent process has been killed already."""
-
-    @abc.abstractmethod
     def oracle_actions(self, task: Task) -> list[dict[str, Any]]:
         """Actions that solve ``task`` (from its reference solution), ending with submit."""
 
-    def named_tasks(self, name: str) -> TaskSet | None:
-        """A task set known by name, else ``None``: ``"curated"`` (the default set),
-        ``"generated"`` (every generator) and ``"generated:<name>[,<name>...]"``."""
-        if name == "curated":
-            return self.default_tasks()
-        if name == "generated" or name.startswith("generated:"):
-            return self.generated_tasks(tuple(n for n in name.partition(":")[2].split(",") if n))
+    def start_episode(self, task: Task) -> Mapping[str, Any] | None:
+        """The one hook for the domain's per-episode state: ``reset`` calls it once ``task``'s
+        sandbox runs and before the agent acts (and :attr:`submission` is cleared). Set the
+        attributes :attr:`episode_attributes` names here (snapshots carry them), check the
+        task (raise :class:`ConfigError`), prepare the sandbox. Returns what to add to
+        ``reset``'s info, if anything."""
         return None
 
-    def generated_tasks(self, names: tuple[str, ...]) -> TaskSet | None:
-        """Seeded tasks of the named :attr:`generators` (every one when ``names`` is empty)."""
-        if not self.generators or self.generate is None:
-            return None
-        unknown = [n for n in names if n not in self.generators]
-        if unknown:
-            raise ConfigError(f"unknown generator {unknown[0]!r} of {self.domain}; choose from "
-                              f"{', '.join(self.generators)}")
-        module_name, _, function = self.generate.partition(":")
-        module = importlib.import_module(module_name)
-        generate = getattr(module, function)
-        version = source_version(*sorted(Path(module.__file__ or "").parent.rglob("*.py")))
-        chosen = names or self.generators
-        return GeneratedTaskSet(
-            {n: functools.partial(generate, n) for n in chosen}, self.domain,
-            {n: version for n in chosen}, size=self.generated_size)
+    def submit_tool(self, description: str = "Submit your work for grading; this ends the "
+                    "episode.", args: type[BaseModel] = SubmitArgs,
+                    then: Callable[[Any], ToolResult | None] | None = None) -> Tool:
+        """The ``submit`` tool: keeps its arguments in :attr:`submission` for ``verify``, then
+        returns ``then(args)`` when given (run in the pool under ``astep``; a result that is
+        not ``done`` goes on), else ``"submitted"``, which ends the episode."""
 
-    def _check_requirements(self) -> None:
-        needed = list(self.requires)
-        if isinstance(self._backend_config, LocalConfig):
-            needed += self.local_requires
-        missing = [m for m in dict.fromkeys(needed) if importlib.util.find_spec(m) is None]
-        if missing:
-            where = (" (the local sandbox runs them with this Python)"
-                     if set(missing) <= set(self.local_requires) else "")
-            install = f"pip install 'taskgym[{self.extra}]'" if self.extra else "install them"
-            raise MissingDependencyError(
-                f"{type(self).__name__} needs {', '.join(missing)}{where}: {install}")
+        def keep(submitted: BaseModel) -> ToolResult | None:
+            self.submission = submitted
+            return then(submitted) if then is not None else None
+
+        return submit_tool(description, args, keep, inline=then is None)
 
     def workspace_seed(self, task: Task) -> Path | None:
         """Host folder copied into the workspace at reset."""
         return None
 
-    def grader_needs(self, task: Task) -> GraderNeeds | None:
-        """What ``task``'s grader needs in the view of its sandbox, which :meth:`reset` checks
-        before the episode starts (:mod:`taskgym.core.preflight`): :attr:`grader_requirements`
-        in the view of the :attr:`grader`'s spec (else the agent's sandbox's); ``None``:
-        nothing to check."""
-        if not self.grader_requirements:
-            return None
-        spec = self.make_grader(task).spec if self.grader else self.sandbox_spec(task)
-        return GraderNeeds(self.grader_requirements, image=spec.image,
-                           host_python=spec.host_python,
-                           image_fix=own_image_fix(spec.image, self.image))
-
-    def make_grader(self, task: Task) -> Grader:
-        """The :class:`~taskgym.sandbox.grading.Grader` of :attr:`grader` for ``task``."""
-        assert self.grader is not None
-        module, _, function = self.grader.partition(":")
-        made: Grader = getattr(importlib.import_module(module), function)(
-            task, self.container_image(task))
-        return made
-
     def sandbox_spec(self, task: Task) -> SandboxSpec:
         """Sandbox shape and limits for ``task``."""
-        limits = self.limits(task)
-        return SandboxSpec(memory_mb=limits.memory_mb, pids=limits.pids, cpus=limits.cpus,
-                           disk_mb=limits.disk_mb,
-                           command_timeout_sec=limits.command_timeout_sec,
-                           image=self.container_image(task))
+        return self.limits(task).sandbox_spec(image=self.container_image(task))
 
     def container_image(self, task: Task) -> str | None:
         """The task folder's own Dockerfile folder, else Harbor's ``[environment] docker_image``,
         else :attr:`image` (see :func:`~taskgym.core.workspace.task_image`)."""
         return task_image(task, self.image)
-
-    # -- helpers for domains ---------------------------------------------------------
-    def resolve_tasks(self, tasks: TaskSet | str | Path | None) -> TaskSet:
-        if tasks is None:
-            return self.default_tasks()
-        if isinstance(tasks, TaskSet):
-            return tasks
-        if isinstance(tasks, str):
-            named = self.named_tasks(tasks)
-            if named is not None:
-                return named
-            folder = Path(tasks).expanduser().resolve()
-            if not folder.exists():
-                names = self.task_set_names()
-                near = difflib.get_close_matches(tasks, names, n=1)
-                raise ConfigError(
-                    f"tasks={tasks!r}: not a named task set, and the folder {folder} does not "
-                    "exist." + (f" Did you mean {near[0]!r}?" if near else "")
-                    + f" Named sets of {self.domain}: {', '.join(names)}")
-        return FolderTaskSet(Path(tasks), self.domain)
-
-    def task_set_names(self) -> list[str]:
-        """The names :meth:`named_tasks` accepts (for error messages)."""
-        generated = self.generated_tasks(())
-        if generated is None:
-            return ["curated"]
-        generators = generated.generator_names if isinstance(generated, GeneratedTaskSet) else ()
-        return ["curated", "generated", *(f"generated:{g}" for g in generators)]
 
     def limits(self, task: Task) -> Limits:
         """``task``'s budgets with this env's overrides (``max_steps``, ``timeout_sec``)."""
@@ -360,15 +247,18 @@ class TaskEnv(EnvStepping, gym.Env[Observation, Any], abc.ABC):
             preflight(self.backend, needs, f"{type(self).__name__}'s task {task.id}")
         self.task = task
         self._session = self.backend.start(self.sandbox_spec(task), self.workspace_seed(task))
-        self._expect_grade(task)
+        self.expect_grade(task)
         self._steps = 0
         self.episode_limits = self.limits(task)  # the task's budgets with this env's overrides
         self._deadline = time.monotonic() + self.episode_limits.timeout_sec
         self._over = False
         self.last_reward = None
+        self.submission = None
+        started = self.start_episode(task)
         text = task.instruction
         self._transcript = [f"# task {task.id}\n{text}"]
-        info = {"task_id": task.id, "domain": self.domain, "tools": self._tool_specs, "step": 0}
+        info = {"task_id": task.id, "domain": self.domain, "tools": self._tool_specs, "step": 0,
+                **(started or {})}
         return {"text": text}, info
 
     # -- asyncio API -----------------------------------------------------------------
@@ -398,83 +288,6 @@ class TaskEnv(EnvStepping, gym.Env[Observation, Any], abc.ABC):
         if session is not None:
             session.close()
 
-    def _expect_grade(self, task: Task) -> None:
-        """Count the episode in the warm graders of its :attr:`grader`'s kind (a new lease
-        when the task's kind is not the last one's)."""
-        if self.grader is None:
-            return
-        made = self.make_grader(task)
-        if made.preload is None:
-            return
-        old = lease = self._lease
-        if lease is None or not lease.same(self.backend, made.spec, made.argv, made.preload):
-            self._lease = lease = Lease(self.backend, made.spec, made.argv, made.preload)
-            weakref.finalize(self, release_dropped, lease)  # an env dropped unclosed lets go too
-            if old is not None:
-                old.close()
-        lease.expect()
-
-    # -- snapshots and forks (taskgym.core.episode_snapshot, taskgym.core.replay) -------
-    def snapshot(self) -> EpisodeSnapshot:
-        """Save the running episode: workspace, shell state, task, steps, time used,
-        limits, transcript, ``np_random`` and the domain's state (:meth:`episode_state`).
-        Background processes are listed in ``snap.session.background``, not carried.
-        Raises :class:`SandboxError` when no episode is running or it is over."""
-        from taskgym.core.episode_snapshot import snapshot_env
-
-        return snapshot_env(self)
-
-    def restore(self, snap: EpisodeSnapshot) -> None:
-        """Replace the current episode (if any) by the saved one, in a fresh sandbox; its
-        deadline is now plus the time that was left. ``snap`` is unchanged (restore it again
-        at will). Raises :class:`ConfigError` for a snapshot of another env class."""
-        from taskgym.core.episode_snapshot import restore_env
-
-        restore_env(self, snap)
-
-    def fork(self, n: int) -> list[Self]:
-        """``n`` independent envs of this class and configuration (made with this env's
-        constructor arguments), each at this episode's current state in its own sandbox,
-        with its own limits and grading. This episode goes on unchanged."""
-        from taskgym.core.episode_snapshot import fork_env
-
-        return fork_env(self, n)
-
-    def fork_spares(self) -> Spares:
-        """The started, unused sandboxes this env's forks fill (:mod:`taskgym.sandbox.snapshots.spares`),
-        kept until the env is closed."""
-        if self._spares is None:
-            self._spares = Spares(self.backend)
-        return self._spares
-
-    def clone(self) -> Self:
-        """A new env made with the arguments this one was made with (no episode yet). It
-        shares this env's backend and task set (what those arguments made already), so a
-        clone costs neither a backend probe nor a task-folder scan."""
-        args, kwargs = self._init_args
-        try:
-            bound = inspect.signature(TaskEnv.__init__).bind(self, *args, **kwargs)
-        except TypeError:  # a domain's own arguments: make it from them as they are
-            return type(self)(*args, **kwargs)
-        given = {**bound.arguments, "tasks": self.task_set, "sandbox": self.backend}
-        del given["self"]
-        twin = type(self)(**given)
-        twin._init_args = self._init_args  # the same configuration (the replay cache's key)
-        return twin
-
-    def episode_state(self) -> dict[str, Any]:
-        """The domain's own state of the running episode, for :meth:`snapshot`: a deep copy of
-        each attribute :attr:`episode_attributes` names (the task itself is shared, not copied)."""
-        return {name: copy.deepcopy(getattr(self, name), {id(self.task): self.task})
-                for name in self.episode_attributes}
-
-    def restore_episode_state(self, state: dict[str, Any]) -> None:
-        """Take back what :meth:`episode_state` returned (a restore or a fork), copied again so
-        that one snapshot can be restored many times."""
-        for name in self.episode_attributes:
-            if name in state:
-                setattr(self, name, copy.deepcopy(state[name], {id(self.task): self.task}))
-
     @property
     def is_over(self) -> bool:
         """Whether no episode is running (before the first reset, or after its end)."""
@@ -493,17 +306,6 @@ class TaskEnv(EnvStepping, gym.Env[Observation, Any], abc.ABC):
         """Close the running episode's sandbox, ungraded."""
         self._over = True
         self._end_session()
-
-    def resume_episode(self, session: Session, task: Task, steps: int, limits: Limits,
-                       deadline: float, transcript: list[str], rng: np.random.Generator) -> None:
-        """Make ``session`` this env's running episode at that point (what a restore does)."""
-        self.end_episode()
-        self._session, self.task, self._steps = session, task, steps
-        self.episode_limits, self._deadline = limits, deadline
-        self._transcript, self._np_random = transcript, rng
-        self._over = False
-        self._expect_grade(task)
-        self.last_reward = None
 
     def render(self) -> str | None:
         if self.render_mode == "ansi":

@@ -1,4 +1,5 @@
-"""One step of a :class:`~taskgym.core.env.TaskEnv`: ``step`` and ``astep`` run one code path.
+"""One step of a :class:`~taskgym.core.env.TaskEnv` (tool dispatch): ``step`` and ``astep`` run
+one code path.
 
 A step is a plan (the generator :meth:`EnvStepping.step_plan`): count the step, parse the
 action, then *yield* what blocks, for a driver to do and send back, then fold the answers into
@@ -50,7 +51,7 @@ OVER = "the episode is over; call reset() to start a new one"
 
 
 class EnvStepping:
-    """``step``, ``astep`` and grading, for :class:`~taskgym.core.env.TaskEnv` (which owns the
+    """``step``, ``astep`` and ``poll_step``, for :class:`~taskgym.core.env.TaskEnv` (which owns the
     state they use)."""
 
     if TYPE_CHECKING:  # what TaskEnv provides
@@ -70,7 +71,7 @@ class EnvStepping:
         @property
         def session(self) -> Session: ...
 
-        def verify(self, task: Task, session: Session) -> RewardResult: ...
+        def grade_episode(self) -> RewardResult: ...
 
         def _end_session(self) -> None: ...
 
@@ -80,7 +81,7 @@ class EnvStepping:
             request = plan.send(None)
             while True:
                 try:
-                    answer: Any = (self._grade() if request is None
+                    answer: Any = (self.grade_episode() if request is None
                                    else request.tool.run(request.args))
                 except Exception as exc:  # the plan decides: an error result, or a crash
                     request = plan.throw(exc)
@@ -105,7 +106,7 @@ class EnvStepping:
             while True:
                 try:
                     if request is None:
-                        answer: Any = await run_blocking(self._grade)
+                        answer: Any = await run_blocking(self.grade_episode)
                     else:
                         tool, arun = request.tool, request.tool.arun
                         answer = await (arun(request.args) if arun is not None
@@ -129,7 +130,7 @@ class EnvStepping:
             while True:
                 try:
                     if request is None:
-                        answer: Any = yield self._grade
+                        answer: Any = yield self.grade_episode
                     elif request.tool.plan is not None:
                         answer = yield from request.tool.plan(request.args)
                     else:
@@ -243,29 +244,6 @@ class EnvStepping:
         if self.render_mode == "ansi":
             self._transcript.append(f"$ {describe(action)}\n{text}")
         return {"text": text}, 0.0, True, False, info
-
-    def _grade(self) -> RewardResult:
-        assert self.task is not None
-        session = self.session
-        self._over = True
-        try:
-            session.stop()
-            self.last_usage = session.usage()
-            if self._lease is not None:
-                self._lease.settle()
-            result = self.verify(self.task, session)
-        except Exception as exc:
-            verdictless = no_verdict_of(exc)
-            if verdictless is not None:
-                result = verdictless
-            elif isinstance(exc, TaskgymError):  # a file of the policy's, a sandbox it broke
-                result = RewardResult.failed(f"grading failed: {exc}")
-            else:
-                raise
-        finally:
-            self._end_session()
-        self.last_reward = result
-        return result
 
 
 def describe(action: Any) -> str:

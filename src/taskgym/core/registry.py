@@ -20,6 +20,7 @@ import threading
 import warnings
 from dataclasses import dataclass
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -27,6 +28,7 @@ import gymnasium as gym
 from taskgym.core.vector import TaskVectorEnv
 from taskgym.core.wrappers import TaskMethods
 from taskgym.errors import ConfigError, UnknownEnvError
+from taskgym.paths import envs_dir
 
 __all__ = ["ENTRY_POINT_GROUP", "EnvInfo", "NAMESPACE", "list_envs", "make", "make_vec",
            "register"]
@@ -112,6 +114,32 @@ def _description(info: EnvInfo) -> str:
         return f"(cannot be loaded: {exc})"
     text = getattr(cls, "description", "") or (cls.__doc__ or "").strip().split("\n")[0]
     return str(text)
+
+
+def env_classes() -> dict[str, Any]:
+    """Every registered id with its class, imported now (``taskgym doctor`` and ``taskgym
+    images build`` ask each env for its lines and its image folder); an id whose class cannot
+    be imported is left out."""
+    load_plugins()
+    found = {}
+    for info in sorted(_REGISTRY.values(), key=lambda i: i.id):
+        module, _, name = info.entry_point.partition(":")
+        try:
+            found[info.id] = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            continue
+    return found
+
+
+def image_folders() -> dict[str, Path]:
+    """The Dockerfile folders the registered envs declare (``image_folder``), by env id;
+    relative ones are under taskgym's ``envs/``."""
+    folders = {}
+    for env_id, cls in env_classes().items():
+        folder = getattr(cls, "image_folder", None)
+        if folder is not None:
+            folders[env_id] = envs_dir() / folder
+    return folders
 
 
 def list_envs() -> dict[str, str]:

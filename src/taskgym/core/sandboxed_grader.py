@@ -25,9 +25,9 @@ def grader_spec(task: Task, binds: Mapping[str, str], *, min_memory_mb: int = 0,
     the host's Python (``host_python``), the domain's scripts ``binds`` read-only, ``env`` set
     and no bytecode written; ``image`` on container backends."""
     limits = task.limits
-    return SandboxSpec(host_python=True, memory_mb=max(limits.memory_mb, min_memory_mb),
-                       pids=limits.pids, disk_mb=limits.disk_mb, ro_binds=dict(binds), image=image,
-                       env={"PYTHONDONTWRITEBYTECODE": "1", **(env or {})})
+    return limits.sandbox_spec(host_python=True, memory_mb=max(limits.memory_mb, min_memory_mb),
+                               ro_binds=dict(binds), image=image,
+                               env={"PYTHONDONTWRITEBYTECODE": "1", **(env or {})})
 
 
 def grader_report(run: GraderRun, record: dict[str, Any] | None, timeout: float,

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from taskgym.core.task_layouts import folder_layout, read_folder, refusal
 from taskgym.errors import ConfigError, TaskNotFoundError
 from taskgym.paths import cache_dir, staging_for
+from taskgym.sandbox import SandboxSpec
 
 __all__ = [
     "FolderTaskSet",
@@ -55,6 +56,14 @@ class Limits(BaseModel):
     pids: int = Field(default=256, ge=8)
     disk_mb: int = Field(default=512, ge=1)
     cpus: float = Field(default=1.0, gt=0)
+
+    def sandbox_spec(self, **fields: Any) -> SandboxSpec:
+        """A sandbox bounded by these limits (memory, processes, CPUs, disk, one command's
+        time), with ``fields`` set on top: the one place a task's limits become a
+        :class:`~taskgym.sandbox.SandboxSpec` (the agent's sandbox and every grader's)."""
+        bounds = {"memory_mb": self.memory_mb, "pids": self.pids, "cpus": self.cpus,
+                  "disk_mb": self.disk_mb, "command_timeout_sec": self.command_timeout_sec}
+        return SandboxSpec(**{**bounds, **fields})
 
 
 class Task(BaseModel):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -138,11 +139,19 @@ def python_tool(session: Callable[[], Session], max_timeout: Callable[[], float]
 
 
 def submit_tool(description: str = "Submit your work for grading; this ends the episode.",
-                args: type[BaseModel] = SubmitArgs) -> Tool:
-    """A ``submit`` tool that ends the episode (the env grades after it)."""
+                args: type[BaseModel] = SubmitArgs,
+                keep: Callable[[Any], ToolResult | None] | None = None,
+                inline: bool = True) -> Tool:
+    """A ``submit`` tool that ends the episode (the env grades after it). ``keep(args)`` sees
+    the arguments first (the env keeps them for its verifier) and may return the step's result
+    instead (one that is not ``done`` goes on). ``inline``: ``keep`` is quick enough for
+    ``astep`` and the vector env's loop to run it in place (no thread)."""
 
-    def submitted(_args: BaseModel) -> ToolResult:
-        return ToolResult("submitted", done=True)
+    def submitted(given: BaseModel) -> ToolResult:
+        result = keep(given) if keep is not None else None
+        return result if result is not None else ToolResult("submitted", done=True)
 
+    if not inline:
+        return Tool("submit", description, args, submitted)
     return Tool("submit", description, args, submitted, inline_async(submitted),
                 inline_plan(submitted))

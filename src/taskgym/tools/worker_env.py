@@ -74,7 +74,6 @@ class WorkerEnv(TaskEnv):
               options: dict[str, Any] | None = None) -> tuple[dict[str, str], dict[str, Any]]:
         obs, info = super().reset(seed=seed, options=options)
         assert self.task is not None
-        self.prepare(self.task)
         self.worker.start(self.session)  # before the agent acts: only the env holds its key
         convention = self.convention.format_map(self.task_settings().model_dump())
         return {"text": obs["text"] + convention}, info
@@ -84,10 +83,6 @@ class WorkerEnv(TaskEnv):
         channel was its old session's): start its own, before the agent acts again."""
         super().resume_episode(*args, **kwargs)
         self.worker.start(self.session)
-
-    def prepare(self, task: Task) -> None:
-        """At reset, once the sandbox runs and before the worker starts: the domain's checks of
-        ``task`` (raising :class:`~taskgym.errors.ConfigError`) and its episode state."""
 
     def task_settings(self) -> WorkerSettings:
         """The running task's settings."""

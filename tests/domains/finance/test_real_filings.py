@@ -86,7 +86,7 @@ def test_extract_tables_cells_hold_whole_numbers(stem: str, page: int, label: st
 
 def _search_tool(*stems: str) -> Tool:
     paths = [_filing(stem) for stem in stems]
-    tools = finance_tools(lambda: paths, _no_session, lambda: 10.0, lambda _: None)
+    tools = finance_tools(lambda: paths, _no_session, lambda: 10.0)
     return next(tool for tool in tools if tool.name == "search")
 
 

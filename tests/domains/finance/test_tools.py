@@ -157,7 +157,7 @@ def test_pdf_info_says_when_pages_are_left_out_and_pages_on(tmp_path: Path) -> N
         pdf.cell(text=f"Section heading {number}")
     path = tmp_path / "long-10-k.pdf"
     pdf.output(str(path))
-    tools = finance_tools(lambda: [path], _no_session, lambda: 10.0, lambda _: None)
+    tools = finance_tools(lambda: [path], _no_session, lambda: 10.0)
     info = next(tool for tool in tools if tool.name == "pdf_info")
     first = info.run(InfoArgs()).text
     assert "long-10-k.pdf: 550 pages" in first

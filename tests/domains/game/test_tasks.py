@@ -116,8 +116,9 @@ def test_the_tools_show_edit_run_and_draw_a_scene(local_env: GameEnv) -> None:
 
 
 def test_make_without_the_engine_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    import taskgym.domains.game.env as game_env
+    import taskgym.core.env_needs as env_needs
 
-    monkeypatch.setattr(game_env.shutil, "which", lambda name: None)
-    with pytest.raises(taskgym.MissingDependencyError, match="apt-get install godot3-server"):
+    monkeypatch.setattr(env_needs.shutil, "which", lambda name: None)  # the env's requires_programs
+    with pytest.raises(taskgym.MissingDependencyError,
+                       match="godot3-server on this host: sudo apt-get install godot3-server"):
         taskgym.make("game-godot-v0")

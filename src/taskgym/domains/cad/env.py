@@ -6,17 +6,22 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from taskgym.core.preflight import Requirement
-from taskgym.core.reward import RewardResult, submitted_file
-from taskgym.core.task import Task
-from taskgym.core.tool import Tool, ToolArgs, ToolResult
+from taskgym.domain import (
+    Requirement,
+    RewardResult,
+    Session,
+    Task,
+    Tool,
+    ToolArgs,
+    ToolResult,
+    WorkerEnv,
+    shell_tools,
+    submitted_file,
+)
 from taskgym.domains.cad.generators import FAMILIES
 from taskgym.domains.cad.settings import CadSettings
 from taskgym.domains.cad.verifier import INSIDE_DIR, INSIDE_MOUNT, check_reference, grade_code
-from taskgym.sandbox import Session
-from taskgym.tools import shell_tools
 from taskgym.tools.view import ViewArgs
-from taskgym.tools.worker_env import WorkerEnv
 
 __all__ = ["PART_FILE", "CadEnv"]
 
@@ -75,11 +80,11 @@ class CadEnv(WorkerEnv):
         "with the hidden reference part, halved for each failed check (overall size, round "
         "holes).\n")
 
-    def prepare(self, task: Task) -> None:
+    def start_episode(self, task: Task) -> None:
         check_reference(task, self.backend)  # a broken reference fails here, not at grading
 
     # -- tools ------------------------------------------------------------------------
-    def _submit(self, args: CodeArgs) -> ToolResult:
+    def _submitted(self, args: CodeArgs) -> ToolResult:
         self.save(PART_FILE, args.code)
         return ToolResult("submitted /app/part.py", done=True)
 
@@ -95,8 +100,9 @@ class CadEnv(WorkerEnv):
             Tool("measure", "Measure the last part built by run_cadquery: bounding box, round "
                  "holes, faces, distances from points ([x, y, z] in mm).", MeasureArgs, self.measure),
             *shell_tools(lambda: self.session, self.command_timeout),
-            Tool("submit", "Grade /app/part.py (after saving `code` there, if given) against the "
-                 "hidden reference part; ends the episode.", CodeArgs, self._submit),
+            self.submit_tool("Grade /app/part.py (after saving `code` there, if given) against "
+                             "the hidden reference part; ends the episode.", CodeArgs,
+                             self._submitted),
         ]
 
     # -- grading ----------------------------------------------------------------------

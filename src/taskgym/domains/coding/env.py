@@ -5,21 +5,29 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from taskgym.core.env import TaskEnv
-from taskgym.core.preflight import PYTEST, PYTHON3, GraderNeeds, Requirement, own_image_fix
-from taskgym.core.reward import RewardResult
-from taskgym.core.task import Task
+from taskgym.core.preflight import PYTEST, PYTHON3, GraderNeeds, own_image_fix
 from taskgym.core.task_layouts import step_dir
-from taskgym.core.tool import Tool, ToolResult
 from taskgym.core.workspace import task_workspace
+from taskgym.domain import (
+    Check,
+    ConfigError,
+    Requirement,
+    RewardResult,
+    SandboxSpec,
+    Session,
+    SubmitArgs,
+    Task,
+    TaskEnv,
+    TaskgymError,
+    Tool,
+    ToolResult,
+    program_check,
+    shell_tools,
+)
 from taskgym.domains.coding.script_needs import cached_script_needs, refuse_unloaded_plugins
 from taskgym.domains.coding.solutions import oracle_plan, solution_mount
 from taskgym.domains.coding.task_steps import StepRun, prepare_step
 from taskgym.domains.coding.verifier import grader_mode, verify_session
-from taskgym.errors import ConfigError, TaskgymError
-from taskgym.sandbox import SandboxSpec, Session
-from taskgym.tools import shell_tools
-from taskgym.tools.shell import SubmitArgs
 
 __all__ = ["GENERATORS", "CodingEnv"]
 
@@ -47,30 +55,26 @@ class CodingEnv(TaskEnv):
 
     def make_tools(self) -> list[Tool]:
         return [*shell_tools(lambda: self.session, self.command_timeout),
-                Tool("submit", "Submit the workspace for grading by the hidden tests; ends the "
-                     "episode (or, in a task of several steps, starts the next step).",
-                     SubmitArgs, self._submit)]
+                self.submit_tool("Submit the workspace for grading by the hidden tests; ends the "
+                                 "episode (or, in a task of several steps, starts the next step).",
+                                 then=self._submitted)]
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
-              ) -> tuple[dict[str, str], dict[str, Any]]:
-        """As :meth:`TaskEnv.reset`; a multi-step task starts at its first step (its files
-        copied in and its setup run; see :mod:`taskgym.domains.coding.task_steps`)."""
-        obs, info = super().reset(seed=seed, options=options)
-        assert self.task is not None
+    def start_episode(self, task: Task) -> dict[str, Any] | None:
+        """A multi-step task starts at its first step (its files copied in and its setup run;
+        see :mod:`taskgym.domains.coding.task_steps`)."""
         self._step_run = None
-        if self.task.steps:
-            self._step_run = StepRun(self.task)
-            problem = prepare_step(self.task, self._step_run.name, self.session,
-                                   self.command_timeout())
-            if problem is not None:
-                raise ConfigError(f"{self.task.path}: {problem}")
-            info["step_name"] = self._step_run.name
-        return obs, info
+        if not task.steps:
+            return None
+        self._step_run = StepRun(task)
+        problem = prepare_step(task, self._step_run.name, self.session, self.command_timeout())
+        if problem is not None:
+            raise ConfigError(f"{task.path}: {problem}")
+        return {"step_name": self._step_run.name}
 
-    def _submit(self, _args: SubmitArgs) -> ToolResult:
+    def _submitted(self, _args: SubmitArgs) -> ToolResult | None:
         run = self._step_run
         if run is None or run.last:
-            return ToolResult("submitted", done=True)
+            return None  # "submitted": the episode ends and is graded
         assert self.task is not None
         try:
             result = verify_session(self.task, self.session, self.backend, step=run.name)
@@ -90,6 +94,18 @@ class CodingEnv(TaskEnv):
         instruction = (step_dir(self.task.path, run.name) / "instruction.md").read_text()
         return ToolResult(f"{graded}\n\n# next step: {run.name}\n{instruction}",
                           info={"step_name": run.name, "step_reward": result.score})
+
+    @classmethod
+    def doctor_checks(cls, env_id: str) -> list[Check]:
+        """The default setup's own needs (not optional): the grader's pytest and the tools
+        tasks use, as the local sandbox sees them."""
+        probe = ("import sys, pytest; sys.exit('pytest is an empty folder') if getattr(pytest, "
+                 "'__file__', None) is None else print('pytest', pytest.__version__)")
+        return [program_check(PYTEST.name, ["/usr/bin/python3", "-I", "-c", probe],
+                              PYTEST.packages, optional=False),
+                *(program_check(f"coding: {tool}", [tool, "--version"], package, optional=False)
+                  for tool, package in (("git", "git"), ("make", "make"),
+                                        ("gcc", "gcc libc6-dev")))]
 
     def workspace_seed(self, task: Task) -> Path | None:
         return task_workspace(task, self.backend, self.sandbox_spec(task), self.image)

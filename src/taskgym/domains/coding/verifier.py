@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from taskgym.core.reward import RewardResult
+from taskgym.core.settings import VerifierSettings
 from taskgym.core.task import Task
 from taskgym.core.verdicts import grader_verdict
 from taskgym.domains.coding.task_steps import copy_tests
 from taskgym.errors import ConfigError
-from taskgym.sandbox import Backend, SandboxSpec, Session, scratch_dir
+from taskgym.sandbox import Backend, Session, scratch_dir
 from taskgym.sandbox.grading import run_grader
 
 __all__ = ["grade_workspace", "grader_mode", "verify_session"]
@@ -54,8 +55,7 @@ def grader_mode(task: Task) -> str:
     tests = task.path / "tests"
     has_script = (tests / "test.sh").is_file()
     has_pytest = any(tests.glob("test_*.py")) or any(tests.glob("*_test.py"))
-    verifier = task.config.get("verifier", {})
-    choice = verifier.get("grader") if isinstance(verifier, dict) else None
+    choice = VerifierSettings.of(task).grader
     if choice is None:
         choice = "test.sh" if has_script else "pytest"
     if choice == "test.sh":
@@ -68,9 +68,7 @@ def grader_mode(task: Task) -> str:
             raise ConfigError(f"{tests} has no test_*.py files"
                               + (" (use its test.sh: drop [verifier] grader)" if has_script
                                  else " and no test.sh"))
-        return "pytest"
-    raise ConfigError(f"{task.path / 'task.toml'}: [verifier] grader must be \"test.sh\" or "
-                      f"\"pytest\", not {choice!r}")
+    return "pytest"
 
 
 def grade_workspace(task: Task, workspace: Path, backend: Backend,
@@ -96,8 +94,8 @@ def _run_grader(task: Task, mode: str, tests: Path, workspace: Path, backend: Ba
     else:
         size_mb = sum(p.stat().st_size for p in tests.rglob("*") if p.is_file()) >> 20
         binds, writable, tmp_mb = {str(tests): "/.tests"}, ("/tests", "/logs"), 256 + 2 * size_mb
-    spec = SandboxSpec(
-        memory_mb=limits.memory_mb, pids=limits.pids, disk_mb=limits.disk_mb, tmp_mb=tmp_mb,
+    spec = limits.sandbox_spec(
+        tmp_mb=tmp_mb,
         env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"},
         ro_binds={**binds, str(GRADER_DIR): "/.grader"}, writable_dirs=writable, image=image,
     )
@@ -162,8 +160,8 @@ def _score_pytest(task: Task, records: list[dict[str, Any]], final: dict[str, An
         if isinstance(record.get("test"), str) and record["test"] not in outcomes:
             outcomes[record["test"]] = record.get("passed") is True
     collected = next((r["collected"] for r in records if isinstance(r.get("collected"), int)), 0)
-    expected = task.config.get("verifier", {}).get("expected_tests")
-    total = expected if isinstance(expected, int) else collected
+    expected = VerifierSettings.of(task).expected_tests
+    total = expected if expected is not None else collected
     passed = sum(outcomes.values())
     components = {"pass_fraction": passed / total if total else 0.0,
                   "tests_passed": float(passed), "tests_expected": float(total)}

@@ -12,18 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from taskgym.core.env import TaskEnv
-from taskgym.core.reward import RewardResult
-from taskgym.core.task import Task
-from taskgym.core.tool import Tool
+from taskgym.domain import ConfigError, RewardResult, SandboxSpec, Session, Task, TaskEnv, TaskSettings, Tool
 from taskgym.domains.finance.answers import GoldAnswer, grade
 from taskgym.domains.finance.generators import GENERATORS
 from taskgym.domains.finance.tools import Submission, finance_tools
-from taskgym.errors import ConfigError
 from taskgym.paths import linked_folder
-from taskgym.sandbox import SandboxSpec, Session
 
-__all__ = ["FinanceEnv", "documents_of", "load_gold"]
+__all__ = ["FinanceEnv", "FinanceSettings", "documents_of", "load_gold"]
 
 ENV_ID = "finance-pdf-v0"
 
@@ -33,15 +28,8 @@ def documents_of(task: Task) -> list[Path]:
     document not in ``environment/files`` is taken from ``[finance] library``, a folder
     relative to the task folder (filings shared by many tasks, stored once)."""
     files = task.path / "environment" / "files"
-    section = task.config.get("finance", {})
-    if not isinstance(section, dict):
-        raise ConfigError(f"{task.path / 'task.toml'}: [finance] must be a table, "
-                          'e.g. [finance]\ndocuments = ["10-k.pdf"]')
-    names = section.get("documents")
-    library = section.get("library")
-    if library is not None and not isinstance(library, str):
-        raise ConfigError(f"{task.path / 'task.toml'}: [finance] library must be a folder "
-                          'relative to the task folder, e.g. library = "../../filings"')
+    settings = FinanceSettings.of(task)
+    names, library = settings.documents, settings.library
     shared = (task.path / library).resolve() if library else None
     if names:
         paths = [files / str(n) if (files / str(n)).is_file() or shared is None
@@ -57,6 +45,16 @@ def documents_of(task: Task) -> list[Path]:
                 "them needs them copied there)") if shared else ""
         raise ConfigError(f"task {task.id} lists documents missing from {where}: {missing}{hint}")
     return paths
+
+
+class FinanceSettings(TaskSettings):
+    """The ``[finance]`` table of a finance task's task.toml."""
+
+    table = "finance"
+    documents: tuple[str, ...] = ()
+    """The task's PDFs, by name (by default every PDF of ``environment/files``)."""
+    library: str | None = None
+    """A folder relative to the task folder holding filings shared by many tasks."""
 
 
 class FinanceEnv(TaskEnv):
@@ -76,10 +74,7 @@ class FinanceEnv(TaskEnv):
     generated_size = 120
     requires = ("pypdfium2", "pdfplumber", "rank_bm25")
     extra = "pdf"
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._submission: Submission | None = None
-        super().__init__(*args, **kwargs)
+    doctor_modules = ("reportlab", "fpdf2")  # the generators' renderers
 
     def make_tools(self) -> list[Tool]:
         def documents() -> list[Path]:
@@ -87,15 +82,8 @@ class FinanceEnv(TaskEnv):
                 raise ConfigError("no episode is running; call reset() first")
             return documents_of(self.task)
 
-        def record(submission: Submission) -> None:
-            self._submission = submission
-
-        return finance_tools(documents, lambda: self.session, self.command_timeout, record)
-
-    def reset(self, *, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[dict[str, str], dict[str, Any]]:
-        self._submission = None
-        return super().reset(seed=seed, options=options)
+        return [*finance_tools(documents, lambda: self.session, self.command_timeout),
+                self.submit_tool("Submit the answer; this ends the episode.", Submission)]
 
     def sandbox_spec(self, task: Task) -> SandboxSpec:
         return super().sandbox_spec(task).model_copy(update={"host_python": True})
@@ -113,7 +101,7 @@ class FinanceEnv(TaskEnv):
 
     def verify(self, task: Task, session: Session) -> RewardResult:
         gold = load_gold(task)
-        submission = self._submission or Submission()
+        submission = self.submission if isinstance(self.submission, Submission) else Submission()
         names = [p.name for p in documents_of(task)]
         return grade(gold, submission.answer, submission.unit, submission.pages, names)
 

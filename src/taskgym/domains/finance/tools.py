@@ -1,6 +1,6 @@
 """The finance tools: the shared document tools over the trusted PDFs on the host
-(:mod:`taskgym.domains.finance.pdf_tools`), ``python`` in the sandbox, and ``submit``, which records the
-answer for grading after the episode."""
+(:mod:`taskgym.domains.finance.pdf_tools`) and ``python`` in the sandbox; ``submit`` takes a
+:class:`Submission`, which the env keeps for grading after the episode."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from taskgym.core.tool import Tool, ToolArgs, ToolResult
+from taskgym.core.tool import Tool, ToolArgs
 from taskgym.domains.finance.pdf_tools import pdf_tools
 from taskgym.sandbox import Session
 from taskgym.tools.shell import python_tool
@@ -30,18 +30,11 @@ class Submission(ToolArgs):
 
 
 def finance_tools(documents: Callable[[], Sequence[Path]], session: Callable[[], Session],
-                  max_timeout: Callable[[], float],
-                  record: Callable[[Submission], None]) -> list[Tool]:
-    """The tools of ``finance-pdf-v0`` over the current task's ``documents()``."""
-
-    def submit(args: Submission) -> ToolResult:
-        record(args)
-        return ToolResult("submitted", done=True)
-
+                  max_timeout: Callable[[], float]) -> list[Tool]:
+    """The tools of ``finance-pdf-v0`` over the current task's ``documents()``, but ``submit``."""
     return [
         *pdf_tools(documents),
         python_tool(session, max_timeout, "Run Python 3 in the sandbox (a calculator; pdfplumber "
                     "and pypdfium2 available, the documents in /app). Returns stdout, stderr and "
                     "the exit code."),
-        Tool("submit", "Submit the answer; this ends the episode.", Submission, submit),
     ]

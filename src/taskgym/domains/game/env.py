@@ -4,22 +4,26 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
-from taskgym.core.env import TaskEnv
-from taskgym.core.preflight import Requirement, system_fix
-from taskgym.core.reward import RewardResult
-from taskgym.core.task import Task
-from taskgym.core.tool import Tool, ToolArgs, ToolResult
+from taskgym.domain import (
+    Requirement,
+    RewardResult,
+    SandboxSpec,
+    Session,
+    Task,
+    TaskEnv,
+    Tool,
+    ToolArgs,
+    ToolResult,
+    shell_tools,
+)
 from taskgym.domains.game.generators import FAMILIES
 from taskgym.domains.game.verifier import ENGINE, INSIDE_DIR, INSIDE_MOUNT, grade_project
-from taskgym.errors import MissingDependencyError, SandboxError
-from taskgym.sandbox import SandboxSpec, Session
-from taskgym.tools import shell_tools, submit_tool
+from taskgym.errors import SandboxError
 
 __all__ = ["GameEnv"]
 
@@ -99,15 +103,9 @@ class GameEnv(TaskEnv):
     generators = FAMILIES
     generate = "taskgym.domains.game.generators:generate"
     extra = "game"
+    requires_programs = {ENGINE: "godot3-server"}  # the headless engine, on this host
     grader_requirements = (Requirement(f"game: {ENGINE}", programs=(ENGINE,),
                                        packages="godot3-server"),)
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        if shutil.which(ENGINE) is None:
-            raise MissingDependencyError(f"GameEnv needs the Godot 3 headless engine ({ENGINE}): "
-                                         f"{system_fix('godot3-server')} (or ./scripts/install.sh "
-                                         "--game)")
-        super().__init__(*args, **kwargs)
 
     def sandbox_spec(self, task: Task) -> SandboxSpec:
         spec = super().sandbox_spec(task)
@@ -188,7 +186,7 @@ class GameEnv(TaskEnv):
             Tool("render", "A top-down and a side PNG of a scene drawn from node transforms, shapes and "
                  "lights.", TreeArgs, self._render),
             *shell_tools(lambda: self.session, self.command_timeout),
-            submit_tool("Grade the project with the hidden check; ends the episode."),
+            self.submit_tool("Grade the project with the hidden check; ends the episode."),
         ]
 
     # -- grading ----------------------------------------------------------------------

@@ -27,15 +27,18 @@ import logging
 import re
 import tempfile
 from pathlib import Path
+from typing import Literal
 
 from taskgym.core.reward import RewardResult
 from taskgym.core.sandboxed_grader import grader_report, grader_spec
+from taskgym.core.settings import TaskSettings
 from taskgym.core.task import Task
 from taskgym.errors import ConfigError
 from taskgym.sandbox import Backend, Session
 from taskgym.sandbox.grading import run_grader
 
-__all__ = ["CAUSES", "ENGINE", "INSIDE_DIR", "INSIDE_MOUNT", "check_names", "check_source", "grade_project"]
+__all__ = ["CAUSES", "ENGINE", "INSIDE_DIR", "INSIDE_MOUNT", "GameSettings", "check_names", "check_source",
+           "grade_project"]
 
 log = logging.getLogger(__name__)
 ENGINE = "godot3-server"
@@ -44,7 +47,6 @@ INSIDE_DIR = Path(__file__).parent / "inside"
 INSIDE_MOUNT = "/.game"
 ENGINE_SECONDS = 20.0
 """Longest engine run while grading (an endless loop in _process is cut there)."""
-SCRIPT_POLICIES = ("none", "logic")
 CAUSES = {
     "timeout": f"the engine ran past {ENGINE_SECONDS:g}s (an endless loop?) and was stopped",
     "no-report": "the engine ended without the check's report (a crash, or the scene quit it)",
@@ -66,14 +68,12 @@ def check_names(source: str) -> set[str]:
     return names | {f"{path} is a {kind}" for path, kind in NODE_CALL.findall(source)}
 
 
-def script_policy(task: Task) -> str:
-    """The task's ``[game] scripts``: "none" (no .gd file may be graded) or "logic"
-    (scripts on the grader's allow-list); "logic" when unset."""
-    game = task.config.get("game", {})
-    policy = game.get("scripts", "logic") if isinstance(game, dict) else "logic"
-    if policy not in SCRIPT_POLICIES:
-        raise ConfigError(f"{task.path}/task.toml: [game] scripts = {policy!r}; use one of {SCRIPT_POLICIES}")
-    return str(policy)
+class GameSettings(TaskSettings):
+    """The ``[game]`` table of a game task's task.toml."""
+
+    table = "game"
+    scripts: Literal["none", "logic"] = "logic"
+    """``"none"``: no .gd file may be graded; ``"logic"``: scripts on the grader's allow-list."""
 
 
 def check_source(task: Task) -> str:
@@ -94,7 +94,7 @@ def grade_project(task: Task, session: Session, backend: Backend, image: str | N
     secret = {
         "check": source,
         "timeout": min(ENGINE_SECONDS, limits.verifier_timeout_sec - 5),
-        "scripts": script_policy(task),
+        "scripts": GameSettings.of(task).scripts,
     }
     spec = grader_spec(task, {str(INSIDE_DIR): INSIDE_MOUNT}, image=image)
     with tempfile.TemporaryDirectory(prefix="taskgym-game-") as tmp:

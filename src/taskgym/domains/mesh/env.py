@@ -7,10 +7,18 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from taskgym.core.preflight import Requirement
-from taskgym.core.reward import RewardResult, submitted_file
-from taskgym.core.task import Task
-from taskgym.core.tool import Tool, ToolArgs, ToolResult
+from taskgym.domain import (
+    Requirement,
+    RewardResult,
+    Session,
+    Task,
+    Tool,
+    ToolArgs,
+    ToolResult,
+    WorkerEnv,
+    shell_tools,
+    submitted_file,
+)
 from taskgym.domains.mesh.generators import FAMILIES
 from taskgym.domains.mesh.verifier import (
     FORMATS,
@@ -21,11 +29,8 @@ from taskgym.domains.mesh.verifier import (
     MeshSettings,
     grade_file,
 )
-from taskgym.sandbox import Session
-from taskgym.tools import shell_tools
 from taskgym.tools.view import ViewArgs
 from taskgym.tools.worker import reply_result
-from taskgym.tools.worker_env import WorkerEnv
 
 __all__ = ["MeshEnv"]
 
@@ -88,23 +93,17 @@ class MeshEnv(WorkerEnv):
         "runs code in a warm interpreter; `inspect_mesh`, `render` and `measure` look at a mesh file (STL, "
         "OBJ, PLY, OFF or GLB). `submit(path)` grades the file (by default {output}): geometry decides.\n")
 
-    episode_attributes = ("_submitted",)  # a restore must not grade another episode's choice
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._submitted: str | None = None
-        super().__init__(*args, **kwargs)
-
     def workspace_seed(self, task: Task) -> Path | None:
         files = task.path / "environment" / "files"
         return files if files.is_dir() else None
 
-    def prepare(self, task: Task) -> None:
-        self._submitted = None
+    def submitted_path(self, task: Task) -> str:
+        """The file ``submit`` named, else the task's output."""
+        return getattr(self.submission, "path", None) or MeshSettings.of(task).output
 
-    def _submit(self, args: SubmitArgs) -> ToolResult:
+    def _submitted(self, _args: SubmitArgs) -> ToolResult:
         assert self.task is not None
-        self._submitted = args.path or MeshSettings.of(self.task).output
-        return ToolResult(f"submitted {self._submitted}", done=True)
+        return ToolResult(f"submitted {self.submitted_path(self.task)}", done=True)
 
     def make_tools(self) -> list[Tool]:
         return [
@@ -121,12 +120,12 @@ class MeshEnv(WorkerEnv):
             Tool("measure", "Measure a mesh file: signed distances of points, a cross-section "
                  "by a plane, the distance and overlap with another mesh.", MeasureArgs, self.measure),
             *shell_tools(lambda: self.session, self.command_timeout),
-            Tool("submit", "Grade a mesh file against the hidden target; ends the episode.",
-                 SubmitArgs, self._submit),
+            self.submit_tool("Grade a mesh file against the hidden target; ends the episode.",
+                             SubmitArgs, self._submitted),
         ]
 
     def verify(self, task: Task, session: Session) -> RewardResult:
-        path = self._submitted or MeshSettings.of(task).output
+        path = self.submitted_path(task)
         kind = PurePosixPath(path).suffix.lower().lstrip(".")
         if kind not in FORMATS:
             return RewardResult.failed(f"{path}: not a mesh file name (.{', .'.join(FORMATS)})")

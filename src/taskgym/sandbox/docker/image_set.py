@@ -16,7 +16,6 @@ from functools import partial
 from typing import Any
 
 from taskgym.errors import TaskgymError
-from taskgym.paths import envs_dir
 from taskgym.sandbox.docker.host_python_image import build_host_python, host_python_mismatch
 from taskgym.sandbox.docker.images import (
     BASE_IMAGE,
@@ -27,6 +26,7 @@ from taskgym.sandbox.docker.images import (
     env_ids_with_images,
     env_image,
     image_exists,
+    image_folder,
     local_tag,
 )
 
@@ -57,7 +57,7 @@ def image_targets(env_id: str | None) -> list[str]:
 
 
 def _needs_host_python(env_id: str) -> bool:
-    dockerfile = envs_dir() / env_id / "Dockerfile"
+    dockerfile = image_folder(env_id) / "Dockerfile"
     return dockerfile.is_file() and HOST_PYTHON_IMAGE in base_images(dockerfile)
 
 

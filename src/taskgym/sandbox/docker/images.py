@@ -30,6 +30,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -106,9 +107,27 @@ def env_image(env_id: str) -> str:
     return f"taskgym/{env_id}"
 
 
+_IMAGE_FOLDERS: dict[str, Path] = {}
+"""Dockerfile folders of envs outside taskgym's ``envs/`` (a plugin's), by env id."""
+
+
+def add_image_folders(folders: Mapping[str, Path]) -> None:
+    """Build the image of each env id in ``folders`` from that folder (a plugin's own, which
+    its env class names: ``taskgym.core.registry.image_folders``)."""
+    _IMAGE_FOLDERS.update(folders)
+
+
+def image_folder(env_id: str) -> Path:
+    """The folder of ``env_id``'s Dockerfile: its own (:func:`add_image_folders`), else
+    ``envs/<env_id>``."""
+    return _IMAGE_FOLDERS.get(env_id) or envs_dir() / env_id
+
+
 def env_ids_with_images() -> list[str]:
-    """Env ids whose ``envs/<id>/`` folder declares a Dockerfile."""
-    return sorted(p.parent.name for p in envs_dir().glob("*/Dockerfile"))
+    """Env ids whose image folder (``envs/<id>/`` or a plugin's) declares a Dockerfile."""
+    own = {p.parent.name for p in envs_dir().glob("*/Dockerfile")}
+    return sorted(own | {i for i, folder in _IMAGE_FOLDERS.items()
+                         if (folder / "Dockerfile").is_file()})
 
 
 def apt_mirror(sources: Path = Path("/etc/apt")) -> tuple[str, str]:
@@ -175,10 +194,10 @@ def _prune(root: Path) -> None:
 
 
 def build_env_image(client: Any, env_id: str, log: Any = print) -> str:
-    """Build ``envs/<env_id>/Dockerfile`` (no network during the build), building first the
+    """Build ``env_id``'s Dockerfile (:func:`image_folder`) (no network during the build), building first the
     base image when it is missing (the host-python image, which some Dockerfiles start from,
     is :func:`taskgym.sandbox.docker.host_python_image.build_host_python`'s)."""
-    folder = envs_dir() / env_id
+    folder = image_folder(env_id)
     if not (folder / "Dockerfile").is_file():
         raise ConfigError(f"{folder} has no Dockerfile; envs with images: "
                           f"{', '.join(env_ids_with_images()) or 'none'}")

@@ -13,6 +13,8 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from taskgym.core.task_folder import task_toml, write_task_folder
+
 __all__ = ["FAMILIES", "Design", "generate", "write_task"]
 
 FAMILIES = ("bracket", "enclosure", "flange", "plate", "standoff")
@@ -32,18 +34,14 @@ class Design:
 
 def write_task(design: Design, dest: Path, family: str) -> None:
     """Write ``design`` as a complete task folder at ``dest``."""
-    (dest / "solution").mkdir(parents=True)
-    (dest / "tests").mkdir()
-    (dest / "instruction.md").write_text(f"# {design.title}\n\n{design.instruction.strip()}\n")
-    tags = ", ".join(f'"{t}"' for t in ("cad", family, *design.tags))
-    (dest / "task.toml").write_text(
-        f'[metadata]\ndifficulty = "{design.difficulty}"\ncategory = "{family}"\ntags = [{tags}]\n\n'
-        "[agent]\nmax_steps = 40\ntimeout_sec = 1800\n\n[verifier]\ntimeout_sec = 180\n\n"
-        "[environment]\nmemory_mb = 2048\n\n"
-        f'[cad]\nunits = "mm"\nplacement = "{design.placement}"\n')
     code = "import cadquery as cq\n\n" + design.code.strip() + "\n"
-    (dest / "solution" / "solve.py").write_text(code)
-    (dest / "tests" / "reference.py").write_text(code)
+    config = task_toml(difficulty=design.difficulty, category=family,
+                       tags=("cad", family, *design.tags),
+                       limits={"max_steps": 40, "timeout_sec": 1800, "verifier_timeout_sec": 180,
+                               "memory_mb": 2048},
+                       tables={"cad": {"units": "mm", "placement": design.placement}})
+    write_task_folder(dest, f"# {design.title}\n\n{design.instruction.strip()}\n", config,
+                      {"solution/solve.py": code, "tests/reference.py": code})
 
 
 def generate(family: str, seed: int, dest: Path) -> None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import pathlib
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from taskgym.core import task_folder
 
 # Source of the helpers embedded in hidden test files. The generators exec the very same source to
 # compute expected values, so the tests and the generator agree on how results are normalised.
@@ -69,25 +72,13 @@ def task_toml(
     agent_timeout: int = 900,
     max_steps: int = 60,
     verifier_timeout: int = 120,
-) -> str:
-    """Render task.toml in the layout of the task brief."""
-    tag_list = ", ".join(f'"{t}"' for t in tags)
-    return (
-        'version = "1.0"\n'
-        "[metadata]\n"
-        f'difficulty = "{difficulty}"\n'
-        f'category = "{category}"\n'
-        f"tags = [{tag_list}]\n"
-        "[agent]\n"
-        f"timeout_sec = {agent_timeout}\n"
-        f"max_steps = {max_steps}\n"
-        "[verifier]\n"
-        f"timeout_sec = {verifier_timeout}\n"
-        f"expected_tests = {expected_tests}\n"
-        "[environment]\n"
-        "cpus = 1\n"
-        "memory_mb = 1024\n"
-    )
+) -> dict[str, Any]:
+    """task.toml in the layout of the task brief, as data."""
+    return task_folder.task_toml(
+        difficulty=difficulty, category=category, tags=tags,
+        limits={"timeout_sec": agent_timeout, "max_steps": max_steps,
+                "verifier_timeout_sec": verifier_timeout, "cpus": 1, "memory_mb": 1024},
+        tables={"version": "1.0", "verifier": {"expected_tests": expected_tests}})
 
 
 def heredoc(path: str, content: str) -> str:
@@ -107,35 +98,22 @@ def solve_script(body: str) -> str:
     return "#!/bin/bash\nset -euo pipefail\ncd /app\n" + body
 
 
-def write_tree(dest: pathlib.Path, files: Mapping[str, str]) -> None:
-    """Write text files (relative POSIX paths) under ``dest`` in sorted order, UTF-8, LF."""
-    for rel in sorted(files):
-        path = dest / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(files[rel].encode("utf-8"))
-
-
 def write_task(
     dest: pathlib.Path,
     *,
     instruction: str,
-    toml: str,
+    toml: Mapping[str, Any],
     start_files: Mapping[str, str],
     solve_sh: str,
     tests: Mapping[str, str],
 ) -> None:
     """Write one complete task folder into ``dest`` (created if missing)."""
-    files: dict[str, str] = {
-        "instruction.md": instruction,
-        "task.toml": toml,
-        "solution/solve.sh": solve_sh,
-    }
+    files: dict[str, str | bytes] = {"solution/solve.sh": solve_sh}
     for rel, text in start_files.items():
         files[f"environment/files/{rel}"] = text
     for rel, text in tests.items():
         files[f"tests/{rel}"] = text
-    dest.mkdir(parents=True, exist_ok=True)
-    write_tree(dest, files)
+    task_folder.write_task_folder(dest, instruction, toml, files)
 
 
 def py_literal(value: object) -> str:

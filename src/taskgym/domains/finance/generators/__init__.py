@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from taskgym.core.task_folder import task_toml, write_task_folder
 from taskgym.domains.finance.answers import Evidence, GoldAnswer
 from taskgym.domains.finance.generators.company import Company, make_company
 from taskgym.domains.finance.generators.content import annual_report, quarterly_report, style_for
@@ -74,25 +75,21 @@ def write_task(dest: Path, filings: Filings, question: Question, difficulty: str
                               page=filings.documents[role][1].pages[key])
                      for role, key in question.evidence)
     gold = question.gold.model_copy(update={"evidence": evidence})
-    files = dest / "environment" / "files"
-    files.mkdir(parents=True)
+    files: dict[str, str | bytes] = {
+        "tests/answer.json": gold.model_dump_json(indent=2) + "\n",
+        "solution/answer.json": json.dumps(_solution(gold), indent=2) + "\n"}
     listing = []
     for role in roles:
         name, rendered = filings.documents[role]
-        (files / name).write_bytes(rendered.data)
+        files[f"environment/files/{name}"] = rendered.data
         listing.append(f"- `{name}`: {rendered.page_count} pages")
-    (dest / "instruction.md").write_text(
-        f"{question.text}\n\nThe documents are in /app and open to the document tools:\n"
-        + "\n".join(listing) + "\n\n" + HOW_TO_ANSWER)
-    (dest / "task.toml").write_text(
-        f'[metadata]\ndifficulty = "{difficulty}"\ncategory = "{question.family}"\n'
-        f'tags = ["finance", "pdf", "{question.family}"]\n\n'
-        f"[agent]\nmax_steps = {max_steps}\ntimeout_sec = 900\n\n"
-        f"[finance]\ndocuments = {json.dumps(names)}\n")
-    (dest / "tests").mkdir()
-    (dest / "tests" / "answer.json").write_text(gold.model_dump_json(indent=2) + "\n")
-    (dest / "solution").mkdir()
-    (dest / "solution" / "answer.json").write_text(json.dumps(_solution(gold), indent=2) + "\n")
+    config = task_toml(difficulty=difficulty, category=question.family,
+                       tags=("finance", "pdf", question.family),
+                       limits={"max_steps": max_steps, "timeout_sec": 900},
+                       tables={"finance": {"documents": names}})
+    write_task_folder(dest, f"{question.text}\n\nThe documents are in /app and open to the "
+                      "document tools:\n" + "\n".join(listing) + "\n\n" + HOW_TO_ANSWER,
+                      config, files)
 
 
 def _solution(gold: GoldAnswer) -> dict[str, object]:

@@ -8,6 +8,8 @@ import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from taskgym.core.task_folder import task_toml, write_task_folder
+
 __all__ = ["FAMILIES", "generate"]
 
 Files = dict[str, str]
@@ -489,12 +491,8 @@ def generate(name: str, seed: int, dest: Path) -> None:
            "OS, File, Engine, ClassDB, dynamic call/set/get)")
         + ".\n"
     )
-    files["task.toml"] = (
-        f'[metadata]\ndifficulty = "medium"\ncategory = "{name}"\ntags = ["godot"]\n\n'
-        "[agent]\nmax_steps = 40\ntimeout_sec = 900\ncommand_timeout_sec = 60\n\n"
-        "[verifier]\ntimeout_sec = 60\n\n[environment]\nmemory_mb = 1024\n\n"
-        f'[game]\nscripts = "{scripts}"\n'
-    )
-    for rel, text in files.items():
-        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-        (dest / rel).write_text(text)
+    config = task_toml(category=name, tags=("godot",),
+                       limits={"max_steps": 40, "timeout_sec": 900, "command_timeout_sec": 60,
+                               "verifier_timeout_sec": 60, "memory_mb": 1024},
+                       tables={"game": {"scripts": scripts}})
+    write_task_folder(dest, files.pop("instruction.md"), config, files)

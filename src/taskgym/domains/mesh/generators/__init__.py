@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib
 import io
-import json
 import os
 import random
 import shutil
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from taskgym.core.task_folder import task_toml, write_task_folder
 from taskgym.errors import TaskgymError
 
 if TYPE_CHECKING:
@@ -77,34 +77,22 @@ def export(mesh: trimesh.Trimesh, kind: str) -> bytes:
     return _bytes(data)
 
 
-def _toml(value: Any) -> str:
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    return json.dumps(value)
-
-
 def write_task(design: Design, dest: Path, family: str) -> None:
     """Write ``design`` as a complete task folder at ``dest``."""
     files, solution, tests = dest / "environment" / "files", dest / "solution", dest / "tests"
     for folder in (files, solution, tests):
         folder.mkdir(parents=True)
-    (dest / "instruction.md").write_text(f"# {design.title}\n\n{design.instruction.strip()}\n")
     settings = {"output": design.output, **design.settings}
     meshes = [n for n in design.inputs if n.rsplit(".", 1)[-1].lower() in ("stl", "obj", "ply", "off", "glb")]
     if settings.get("score", "iou") == "iou" and len(meshes) == 1:  # the gate's "changed at all?"
         settings["unlike_input"] = "input." + meshes[0].rsplit(".", 1)[1].lower()
         (tests / settings["unlike_input"]).write_bytes(_bytes(design.inputs[meshes[0]]))
-    scene = settings.pop("scene", None)
-    lines = [f"{k} = {_toml(v)}" for k, v in settings.items()]
-    if scene is not None:
-        lines += ["", "[mesh.scene]"] + [f"{k} = {_toml(v)}" for k, v in scene.items()]
-    tags = ", ".join(f'"{t}"' for t in ("mesh", family, *design.tags))
-    (dest / "task.toml").write_text(
-        f'[metadata]\ndifficulty = "{design.difficulty}"\ncategory = "{family}"\ntags = [{tags}]\n\n'
-        "[agent]\nmax_steps = 40\ntimeout_sec = 1800\n\n[verifier]\ntimeout_sec = 180\n\n"
-        "[environment]\nmemory_mb = 2048\n\n[mesh]\n" + "\n".join(lines) + "\n")
+    config = task_toml(difficulty=design.difficulty, category=family,
+                       tags=("mesh", family, *design.tags),
+                       limits={"max_steps": 40, "timeout_sec": 1800, "verifier_timeout_sec": 180,
+                               "memory_mb": 2048},
+                       tables={"mesh": settings})
+    write_task_folder(dest, f"# {design.title}\n\n{design.instruction.strip()}\n", config)
     code = "import manifold3d\nimport numpy as np\nimport trimesh\n\n" + design.solve.strip() + "\n"
     (solution / "solve.py").write_text(code)
     for name, data in design.inputs.items():
