@@ -28,8 +28,9 @@ from taskgym.paths import envs_dir
 from taskgym.sandbox import Backend, grading, leftovers
 from taskgym.sandbox.procs import children, descendants
 
-MARKER = '    send(phase="begun")'
-"""The line of grade.py after which a fault is injected into its setup."""
+MARKER = "def main(channel: Any, runner: int, go: int) -> None:"
+"""The line of grade.py after which a fault is injected into its setup (its body runs right
+after the grading kit reported "begun")."""
 
 
 @pytest.fixture()
