@@ -303,3 +303,12 @@ def test_the_one_secret_unpacks_as_it_was_packed() -> None:
     assert secret.settings == {"score": "iou", "n": [1, 2]} and secret.files == files
     with pytest.raises(ValueError):
         kit().Secret.unpack(packed + b"x")
+
+
+def test_a_cad_reference_checks_record_is_well_formed() -> None:
+    # TASKGYM_CHECK_REFERENCE=1: no part, only the reference's verdict and properties
+    record = {"gate": True, "reason": None, "reference_fault": False,
+              "reference_properties": {"volume": 1.0}, "timing": {"import_sec": 0.1}}
+    assert cad_verifier.CadResult.model_validate(record).gate
+    with pytest.raises(ValueError):
+        cad_verifier.CadResult.model_validate({**record, "iou": 1.0})  # half a part's measures

@@ -24,7 +24,7 @@ from taskgym.errors import ConfigError, GraderDependencyError
 from taskgym.paths import read_cached, write_cached
 from taskgym.sandbox import Backend, scratch_dir
 from taskgym.sandbox.grading import Grader, GraderRun
-from taskgym.tools.view import VIEW_BINDS
+from taskgym.tools.view import VIEW_BINDS, VIEW_DIR
 
 __all__ = ["CHECK_PENALTY", "INSIDE_DIR", "INSIDE_MOUNT", "CadResult", "check_reference",
            "grade_code", "grader_of"]
@@ -67,9 +67,11 @@ class CadResult(GraderResult):
 
     @model_validator(mode="after")
     def _gated_part_is_measured(self) -> CadResult:
-        if self.gate and not self.reference_fault and None in (
-                self.iou, self.chamfer_mm, self.checks, self.properties, self.reference_properties):
-            raise ValueError("a gated part's record has its iou, chamfer_mm, checks and properties")
+        measures = (self.iou, self.chamfer_mm, self.checks, self.properties)
+        if self.gate and (self.reference_properties is None or (
+                None in measures and measures != (None,) * 4)):  # all four, or a reference check
+            raise ValueError("a gated record has the reference's properties, and a part's has its "
+                             "iou, chamfer_mm, checks and properties")
         return self
 
 
@@ -89,6 +91,9 @@ def grade_code(task: Task, code: bytes, backend: Backend) -> RewardResult:
     common: dict[str, Any] = {**run.costs(), "timing": record.timing}
     if record.reference_fault:
         write_cached(CHECKS_CACHE, _key(task, backend), {"fault": str(record.reason)})
+    if record.gate and (record.iou is None or record.checks is None):
+        return RewardResult.failed("the grader's report broke its vocabulary: a gated part's "
+                                   "record has no iou or checks", **common)
     if not record.gate or record.iou is None or record.checks is None:
         return RewardResult.failed(str(record.reason), **common, properties=record.properties,
                                    reference_properties=record.reference_properties,
@@ -144,7 +149,7 @@ def _key(task: Task, backend: Backend) -> str:
     """The reference's bytes, the task's [cad] settings, the grader's code and the backend."""
     digest = hashlib.sha256(reference_file(task).read_bytes())
     digest.update(f"\0{CadSettings.of(task).model_dump_json()}\0{backend.name}\0".encode())
-    digest.update(source_version(*sorted(INSIDE_DIR.glob("*.py"))).encode())
+    digest.update(source_version(*sorted(INSIDE_DIR.glob("*.py")), VIEW_DIR / "gradekit.py").encode())
     return digest.hexdigest()[:32]
 
 
