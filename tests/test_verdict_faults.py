@@ -160,7 +160,7 @@ def test_grader_past_its_time_limit_in_its_own_setup(either_env: Any, tmp_path: 
     shutil.copytree(coding_verifier.GRADER_DIR, grader)
     runner = grader / "runner.py"
     source = runner.read_text()
-    marker = '    send(phase="begun")'
+    marker = "def main(channel):"  # the grader's body, right after the kit reported "begun"
     assert marker in source
     runner.write_text(source.replace(marker, marker + "\n    import time\n    time.sleep(600)"))
     monkeypatch.setattr(coding_verifier, "GRADER_DIR", grader)
@@ -189,7 +189,7 @@ def test_grader_crash_in_its_own_setup(either_env: Any, tmp_path: Path, monkeypa
     grader = tmp_path / "grader"
     shutil.copytree(coding_verifier.GRADER_DIR, grader)
     runner = grader / "runner.py"
-    marker = '    send(phase="begun")'
+    marker = "def main(channel):"  # the grader's body, right after the kit reported "begun"
     runner.write_text(runner.read_text().replace(marker, marker + "\n    os._exit(70)"))
     monkeypatch.setattr(coding_verifier, "GRADER_DIR", grader)
     info = no_verdict(env, [], "grader_crash", repair=monkeypatch.undo)

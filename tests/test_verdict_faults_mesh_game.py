@@ -31,7 +31,8 @@ trimesh = pytest.importorskip("trimesh", reason="the mesh extra is not installed
 
 PLATE = envs_dir() / "mesh-trimesh-v0" / "tasks" / "plate-four-holes"
 MOVER = envs_dir() / "game-godot-v0" / "tasks" / "fix-100"
-BEGUN = '    send(phase="begun")'
+BEGUN = "def main(channel: Any) -> None:"
+"""The first line of grade.py's body, which runs right after the grading kit reported "begun"."""
 PART = {"tool": "write_file", "args": {"path": "part.stl", "content": (
     "solid t\n" + "".join(f"facet normal 0 0 0\nouter loop\n{v}endloop\nendfacet\n" for v in (
         "vertex 0 0 0\nvertex 0 1 0\nvertex 1 0 0\n", "vertex 0 0 0\nvertex 1 0 0\nvertex 0 0 1\n",

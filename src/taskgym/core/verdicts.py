@@ -21,7 +21,6 @@ Everything else, a file error on the policy's workspace included, stays graded.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from taskgym.core.reward import FailureClass, RewardResult
 from taskgym.errors import (
@@ -77,24 +76,25 @@ def raise_no_verdict(failure: FailureClass, reason: str) -> None:
     raise NoVerdictError(f"no verdict ({failure}): {reason}", failure=failure.value, reason=reason)
 
 
-def grader_verdict(records: Sequence[dict[str, Any]], *, timed_out: bool, timeout: float,
-                   log: str, exit_code: int | None = None,
+def grader_verdict(phases: Sequence[str], *, fault: tuple[str, str] | None, timed_out: bool,
+                   timeout: float, log: str, exit_code: int | None = None,
                    memory_full: bool = False) -> RewardResult | None:
-    """The no-verdict result of an in-sandbox grade that ended without its report, or ``None``
-    when it is the policy's (graded as a failure).
+    """The no-verdict result of an in-sandbox grade that ended without its final record, or
+    ``None`` when it is the policy's (graded as a failure).
 
-    ``records`` are what the grader reported (nonce-tagged). A grader that never reported
+    ``phases`` are the phases the grader reported (nonce-tagged, in order), ``fault`` its own
+    setup's fault record (``dependency``, ``reference`` or ``crash``, and its reason;
+    :func:`taskgym.core.sandboxed_grader.read_report` reads both). A grader that never reported
     ``begun`` never ran past the seed copy, which holds the policy's files: graded. One that
     reported ``started`` was on the policy's work: graded. In between, the grader's own setup
-    failed: its ``dependency`` or ``reference`` record says which, else a timeout or a crash,
-    unless the grade's memory peaked near its cap (``memory_full``): the copied workspace is
-    charged to the same memory, so the policy's files may have starved the setup.
+    failed: its fault says which, else a timeout or a crash, unless the grade's memory peaked
+    near its cap (``memory_full``): the copied workspace is charged to the same memory, so the
+    policy's files may have starved the setup.
     Without ``begun``, an ``exit_code`` of 126 or 127 (given by a caller whose grader is
     ``exec``'d by the seed-copying shell, with nothing of the policy's running) is that
     shell's: the grader's interpreter is missing from the sandbox's read-only system, which the
     policy cannot touch.
     """
-    phases = {record.get("phase") for record in records}
     if BEGUN not in phases:
         if exit_code in (126, 127) and not timed_out:
             return RewardResult.no_verdict(
@@ -104,12 +104,11 @@ def grader_verdict(records: Sequence[dict[str, Any]], *, timed_out: bool, timeou
         return None
     if STARTED in phases or memory_full:  # the policy's files fill the sandbox's memory too
         return None
-    for record in records:
-        if isinstance(record.get("dependency"), str):
-            return RewardResult.no_verdict(FailureClass.GRADER_DEPENDENCY, record["dependency"],
-                                           log=log)
-        if isinstance(record.get("reference"), str):
-            return RewardResult.no_verdict(FailureClass.REFERENCE, record["reference"], log=log)
+    if fault is not None:
+        kind, reason = fault
+        failure = {"dependency": FailureClass.GRADER_DEPENDENCY,
+                   "reference": FailureClass.REFERENCE}.get(kind, FailureClass.GRADER_CRASH)
+        return RewardResult.no_verdict(failure, reason, log=log)
     if timed_out:
         return RewardResult.no_verdict(
             FailureClass.GRADER_TIMEOUT, f"the grader ran past {timeout:g}s in its own setup, "

@@ -9,7 +9,7 @@ from taskgym.core.env import TaskEnv
 from taskgym.core.env_needs import Check, program_check
 from taskgym.core.preflight import Requirement
 from taskgym.core.reward import RewardResult, submitted_file
-from taskgym.core.sandboxed_grader import grader_report, grader_spec
+from taskgym.core.sandboxed_grader import GraderResult, grader_outcome, grader_secret, grader_spec
 from taskgym.core.settings import TaskSettings, VerifierSettings
 from taskgym.core.task import Limits, Task
 from taskgym.core.task_folder import task_toml, write_task_folder
@@ -26,6 +26,7 @@ __all__ = [
     "Check",
     "ConfigError",
     "Grader",
+    "GraderResult",
     "GraderRun",
     "Limits",
     "Requirement",
@@ -44,7 +45,8 @@ __all__ = [
     "WorkerEnv",
     "WorkerSettings",
     "grade_with_script",
-    "grader_report",
+    "grader_outcome",
+    "grader_secret",
     "grader_spec",
     "program_check",
     "python_tool",

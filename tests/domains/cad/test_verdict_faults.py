@@ -29,8 +29,9 @@ from taskgym.sandbox import Backend, leftovers
 from taskgym.sandbox.grading import run as grading
 from taskgym.sandbox.host.procs import children, descendants
 
-MARKER = '    send(phase="begun")'
-"""The line of grade.py after which a fault is injected into its setup."""
+MARKER = "def main(channel: Any, runner: int, go: int) -> None:"
+"""The line of grade.py after which a fault is injected into its setup (its body runs right
+after the grading kit reported "begun")."""
 
 
 @pytest.fixture()

@@ -172,12 +172,14 @@ def test_what_project_code_prints_never_reaches_the_agent(game_env: GameEnv) -> 
 
 
 FORGED: list[dict[str, Any]] = [
-    {"ok": False, "cause": "no-report", "reason": "SECRET func evaluate", "log": "SECRET"},
-    {"ok": False, "cause": "SECRET func evaluate"},
-    {"ok": True, "checks": [{"name": "SECRET func evaluate(root):", "passed": True}]},
-    {"ok": True, "checks": [{"name": "Mover/Mesh is a MeshInstance", "passed": True, "detail": "SECRET"}],
+    {"gate": False, "cause": "no-report", "reason": "SECRET func evaluate", "log": "SECRET"},
+    {"gate": False, "cause": "SECRET func evaluate"},
+    {"gate": True, "checks": [{"name": "SECRET func evaluate(root):", "passed": True}]},
+    {"gate": True, "checks": [{"name": "Mover/Mesh is a MeshInstance", "passed": True, "detail": "SECRET"}],
      "reason": "SECRET"},
-    {"ok": True, "checks": [{"name": "Mover/Mesh is a MeshInstance", "passed": "SECRET"}]},
+    {"gate": True, "checks": [{"name": "Mover/Mesh is a MeshInstance", "passed": "SECRET"}]},
+    {"gate": True, "SECRET": 1, "checks": [{"name": "Mover/Mesh is a MeshInstance", "passed": True}]},
+    {"gate": "SECRET"},
 ]
 
 
@@ -190,7 +192,7 @@ def test_text_in_the_graders_record_never_reaches_the_agent(
 
     def forged(*args: Any, **kwargs: Any) -> GraderRun:
         run = real(*args, **kwargs)
-        run.records[:] = [{**record, "final": True}]
+        run.records[:] = [{"phase": "begun"}, {"phase": "started"}, {**record, "final": True}]
         return run
 
     monkeypatch.setattr(game_verifier, "run_grader", forged)

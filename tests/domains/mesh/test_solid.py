@@ -5,8 +5,10 @@ samples' featureless stand-ins, and what is checked before a file is parsed."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import random
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from hypothesis import strategies as st
 
 from taskgym.domains.mesh.verifier import INSIDE_DIR, MeshSettings
 from taskgym.paths import envs_dir
+from taskgym.tools.view import VIEW_DIR
 
 
 def inside(name: str) -> Any:
@@ -30,6 +33,7 @@ def inside(name: str) -> Any:
     return module
 
 
+sys.path.append(str(VIEW_DIR))  # the grading kit, which grade.py imports (from /.taskgym-view inside)
 grade = inside("grade")  # puts its folder on sys.path
 grade.import_modules()  # imports meshlib from there, as the grader's setup does
 meshlib = grade.meshlib
@@ -124,6 +128,9 @@ def test_a_gltf_expansion_is_refused_before_any_parser_runs(monkeypatch: pytest.
 
 def test_an_unexpected_grader_error_names_no_hidden_value(monkeypatch: pytest.MonkeyPatch,
                                                           tmp_path: Path) -> None:
+    # graded() leaves an unexpected error to the grading kit, which reports its type and place
+    import gradekit
+
     secret = 46905.99911
     def broken(*args: Any, **kwargs: Any) -> None:
         raise AssertionError(f"target volume {secret}")
@@ -131,9 +138,18 @@ def test_an_unexpected_grader_error_names_no_hidden_value(monkeypatch: pytest.Mo
     monkeypatch.setattr(grade, "grade", broken)
     (tmp_path / "s.stl").write_bytes(b"")
     monkeypatch.chdir(tmp_path)
-    record = grade.graded({}, {}, {})
-    assert record["gate"] is False and "AssertionError" in record["reason"]
-    assert str(secret) not in record["reason"] and "46905" not in record["reason"], record
+    read, write = os.pipe()
+    channel = gradekit.Channel("n" * 32, write)
+    channel.started()
+    with pytest.raises(AssertionError) as raised:
+        grade.graded({}, {}, {})
+    channel.failed(raised.value)
+    channel.close()
+    with os.fdopen(read) as report:
+        record = json.loads(report.read().splitlines()[-1].split(" ", 1)[1])
+    assert record["final"] is True and record["gate"] is False, record
+    assert "AssertionError" in record["reason"] and record["error"]["type"] == "AssertionError"
+    assert str(secret) not in json.dumps(record) and "46905" not in json.dumps(record), record
 
 
 # -- class 2: every task's featureless stand-ins fail, its target succeeds -----------------

@@ -5,8 +5,9 @@ copied out and into a fresh sandbox built from the same read-only system; only t
 hidden tests enter at /tests: read-only for taskgym's per-test pytest run, a writable copy
 for Harbor's test.sh and Terminal-Bench 1's run-tests.sh (which may move files there). The
 runner (``grader/runner.py``) runs through the shared grading runner
-(:func:`taskgym.sandbox.grading.run_grader`) and reports nonce-tagged records, a nonce the
-agent never had a way to see.
+(:func:`taskgym.sandbox.grading.run_grader`) and speaks the grading kit's vocabulary
+(nonce-tagged records, a nonce the agent never had a way to see): an event per test, then a
+:class:`CodingResult`, read by :func:`taskgym.core.sandboxed_grader.grader_outcome`.
 """
 
 from __future__ import annotations
@@ -14,18 +15,40 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from taskgym.core.reward import RewardResult
+from taskgym.core.sandboxed_grader import GraderResult, grader_outcome
 from taskgym.core.settings import VerifierSettings
 from taskgym.core.task import Task
-from taskgym.core.verdicts import grader_verdict
 from taskgym.domains.coding.task_steps import copy_tests
 from taskgym.errors import ConfigError
 from taskgym.sandbox import Backend, Session, scratch_dir
 from taskgym.sandbox.grading import run_grader
+from taskgym.tools.view import VIEW_BINDS
 
-__all__ = ["grade_workspace", "grader_mode", "verify_session"]
+__all__ = ["CodingResult", "TestEvent", "grade_workspace", "grader_mode", "verify_session"]
 
 GRADER_DIR = Path(__file__).parent / "grader"
+
+
+class TestEvent(BaseModel):
+    """An event of the pytest run: the tests collected, or one test's outcome."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    collected: int | None = Field(default=None, ge=0)
+    test: str | None = None
+    passed: bool | None = None
+
+
+class CodingResult(GraderResult):
+    """The runner's final record: pytest's exit status and what the tamper check found; the
+    reward file's values (Harbor) or the summary's outcomes (Terminal-Bench 1)."""
+
+    exit: int
+    tampered: list[str]
+    rewards: dict[str, float] | None = None
+    outcomes: dict[str, bool] | None = None
 
 
 def verify_session(task: Task, session: Session, backend: Backend,
@@ -97,76 +120,71 @@ def _run_grader(task: Task, mode: str, tests: Path, workspace: Path, backend: Ba
     spec = limits.sandbox_spec(
         tmp_mb=tmp_mb,
         env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"},
-        ro_binds={**binds, str(GRADER_DIR): "/.grader"}, writable_dirs=writable, image=image,
+        ro_binds={**binds, str(GRADER_DIR): "/.grader", **VIEW_BINDS}, writable_dirs=writable,
+        image=image,
     )
     run = run_grader(backend, spec, ["/usr/bin/python3", "-I", "-B", "/.grader/runner.py", mode],
                      seed=workspace, timeout=limits.verifier_timeout_sec)
-    result, final = run.result, run.final()
-    records = run.records[: run.records.index(final) + 1] if final is not None else run.records
     common = {"log": run.log(), **run.costs(), "grader": mode}
-    if final is None:
-        memory_full = run.usage.peak_memory_bytes >= 0.9 * (limits.memory_mb << 20)
-        verdictless = grader_verdict(run.records, exit_code=result.exit_code,
-                                     timed_out=result.timed_out, memory_full=memory_full,
-                                     timeout=limits.verifier_timeout_sec, log=run.log())
-        if verdictless is not None:
-            return verdictless
-    if result.timed_out:
+    outcome = grader_outcome(run, CodingResult, event=TestEvent, exit_code=True,
+                             timeout=limits.verifier_timeout_sec, memory_mb=limits.memory_mb)
+    if isinstance(outcome, RewardResult):
+        if outcome.graded and run.result.timed_out:
+            return RewardResult.failed(f"the tests ran past {limits.verifier_timeout_sec:g}s",
+                                       **common)
+        return outcome if not outcome.graded else RewardResult.failed(
+            str(outcome.details.get("reason")), **common)
+    final, events = outcome
+    if run.result.timed_out:
         return RewardResult.failed(f"the tests ran past {limits.verifier_timeout_sec:g}s", **common)
-    if final is None:
-        return RewardResult.failed("the test run ended without its final report "
-                                   "(the process was killed or exited early)", **common)
-    if final.get("tampered"):
-        return RewardResult.failed(f"the test harness was modified: {final['tampered']}", **common)
+    if final.tampered:
+        return RewardResult.failed(f"the test harness was modified: {final.tampered}", **common)
     if mode == "script":
         return _score_rewards(final, common)
     if mode == "tb1":
         return _score_summary(final, common)
-    return _score_pytest(task, records, final, common)
+    return _score_pytest(task, events, final, common)
 
 
-def _score_rewards(final: dict[str, Any], common: dict[str, Any]) -> RewardResult:
+def _score_rewards(final: CodingResult, common: dict[str, Any]) -> RewardResult:
     """Harbor's reward file: the ``reward`` key (or the only key) is the score."""
-    rewards = final.get("rewards")
-    if not isinstance(rewards, dict):
-        return RewardResult.failed(str(final.get("problem") or "no reward file"), **common)
-    return RewardResult.from_rewards({str(k): float(v) for k, v in rewards.items()},
-                                     **common, exit_status=final.get("exit"))
+    if final.rewards is None:
+        return RewardResult.failed(str(final.reason or "no reward file"), **common)
+    return RewardResult.from_rewards(final.rewards, **common, exit_status=final.exit)
 
 
-def _score_summary(final: dict[str, Any], common: dict[str, Any]) -> RewardResult:
+def _score_summary(final: CodingResult, common: dict[str, Any]) -> RewardResult:
     """Terminal-Bench 1: resolved when every test in the pytest summary passed (and there
     is at least one: Terminal-Bench 1 counts an empty summary as resolved, taskgym does not)."""
-    outcomes = final.get("outcomes")
-    if not isinstance(outcomes, dict):
+    outcomes = final.outcomes
+    if outcomes is None:
         return RewardResult.failed("run-tests.sh printed no pytest short test summary (it must "
                                    "run pytest with -rA)", **common)
     if not outcomes:
         return RewardResult.failed("the pytest short test summary lists no tests", **common)
-    passed = sum(1 for ok in outcomes.values() if ok is True)
-    failing = sorted(name for name, ok in outcomes.items() if ok is not True)
+    passed = sum(1 for ok in outcomes.values() if ok)
+    failing = sorted(name for name, ok in outcomes.items() if not ok)
     success = not failing
     components = {"pass_fraction": passed / len(outcomes), "tests_passed": float(passed),
                   "tests_expected": float(len(outcomes))}
     return RewardResult(score=1.0 if success else 0.0, success=success, components=components,
-                        details={**common, "failing": failing[:20],
-                                 "exit_status": final.get("exit")})
+                        details={**common, "failing": failing[:20], "exit_status": final.exit})
 
 
-def _score_pytest(task: Task, records: list[dict[str, Any]], final: dict[str, Any],
+def _score_pytest(task: Task, events: list[TestEvent], final: CodingResult,
                   common: dict[str, Any]) -> RewardResult:
     outcomes: dict[str, bool] = {}
-    for record in records:
-        if isinstance(record.get("test"), str) and record["test"] not in outcomes:
-            outcomes[record["test"]] = record.get("passed") is True
-    collected = next((r["collected"] for r in records if isinstance(r.get("collected"), int)), 0)
+    for event in events:
+        if event.test is not None and event.test not in outcomes:
+            outcomes[event.test] = event.passed is True
+    collected = next((e.collected for e in events if e.collected is not None), 0)
     expected = VerifierSettings.of(task).expected_tests
     total = expected if expected is not None else collected
     passed = sum(outcomes.values())
     components = {"pass_fraction": passed / total if total else 0.0,
                   "tests_passed": float(passed), "tests_expected": float(total)}
     failing = sorted(name for name, ok in outcomes.items() if not ok)
-    details = {**common, "failing": failing[:20], "exit_status": final.get("exit")}
+    details = {**common, "failing": failing[:20], "exit_status": final.exit}
     if total == 0:
         return RewardResult.failed("no tests were collected", **details)
     if collected != total or len(outcomes) != total:
@@ -174,6 +192,6 @@ def _score_pytest(task: Task, records: list[dict[str, Any]], final: dict[str, An
             score=0.0, success=False, gate=False, components=components,
             details={**details, "reason": f"expected {total} tests, collected {collected}, "
                                           f"ran {len(outcomes)}"})
-    success = passed == total and final.get("exit") == 0
+    success = passed == total and final.exit == 0
     return RewardResult(score=1.0 if success else 0.0, success=success, components=components,
                         details=details)

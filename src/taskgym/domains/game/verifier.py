@@ -17,28 +17,31 @@ setup, after ``begun`` (the engine probed, the check's source checked) and befor
 (the project read), has no verdict (``grader_dependency``, ``reference``, ``grader_timeout``,
 ``grader_crash``); a missing or unreadable check is the task's (``reference``) before any
 sandbox starts. From ``started`` on, everything is graded: a refused project, an engine that
-hangs or crashes on it.
+hangs or crashes on it. The final record is a :class:`GameResult`, read by
+:func:`taskgym.core.sandboxed_grader.grader_outcome` (a malformed report is a failed grade).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import tempfile
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
+
+from pydantic import Field
 
 from taskgym.core.reward import RewardResult
-from taskgym.core.sandboxed_grader import grader_report, grader_spec
+from taskgym.core.sandboxed_grader import GraderResult, grader_outcome, grader_secret, grader_spec
 from taskgym.core.settings import TaskSettings
 from taskgym.core.task import Task
 from taskgym.errors import ConfigError
 from taskgym.sandbox import Backend, Session
 from taskgym.sandbox.grading import run_grader
+from taskgym.tools.view import VIEW_BINDS
 
-__all__ = ["CAUSES", "ENGINE", "INSIDE_DIR", "INSIDE_MOUNT", "GameSettings", "check_names", "check_source",
-           "grade_project"]
+__all__ = ["CAUSES", "ENGINE", "INSIDE_DIR", "INSIDE_MOUNT", "GameResult", "GameSettings", "check_names",
+           "check_source", "grade_project"]
 
 log = logging.getLogger(__name__)
 ENGINE = "godot3-server"
@@ -57,6 +60,19 @@ CAUSES = {
     "harness": "the grader's harness failed",
     "names": "the check reported names its source does not declare",
 }
+
+
+class GameResult(GraderResult):
+    """``grade.py``'s final record: the checks the harness reported (``gate``), else a
+    ``cause``; the engine's log and the grade's seconds. Which names and causes reach the agent
+    is :func:`grade_project`'s decision."""
+
+    checks: list[Any] | None = None
+    cause: str | None = None
+    log: str = ""
+    seconds: float = Field(default=0.0, ge=0.0)
+
+
 STRING = re.compile(r'"((?:\\.|[^"\\\n])*)"')
 NODE_CALL = re.compile(r'\bnode\(\s*root\s*,\s*"([^"]*)"\s*,\s*"([^"]*)"\s*\)')
 
@@ -96,7 +112,7 @@ def grade_project(task: Task, session: Session, backend: Backend, image: str | N
         "timeout": min(ENGINE_SECONDS, limits.verifier_timeout_sec - 5),
         "scripts": GameSettings.of(task).scripts,
     }
-    spec = grader_spec(task, {str(INSIDE_DIR): INSIDE_MOUNT}, image=image)
+    spec = grader_spec(task, {str(INSIDE_DIR): INSIDE_MOUNT, **VIEW_BINDS}, image=image)
     with tempfile.TemporaryDirectory(prefix="taskgym-game-") as tmp:
         session.export_workspace(Path(tmp) / "app")
         run = run_grader(
@@ -105,19 +121,21 @@ def grade_project(task: Task, session: Session, backend: Backend, image: str | N
             ["python3", "-I", "-B", f"{INSIDE_MOUNT}/grade.py"],
             seed=Path(tmp) / "app",
             timeout=limits.verifier_timeout_sec,
-            secrets={"TASKGYM_SECRET_FD": json.dumps(secret).encode()},
+            secrets=grader_secret(secret),
         )
-    record = grader_report(run, run.final(), limits.verifier_timeout_sec)
-    if isinstance(record, RewardResult):
-        return record
-    log.info("game grade of %s: engine log:\n%s", task.id, str(record.get("log", ""))[-4000:])
+    outcome = grader_outcome(run, GameResult, timeout=limits.verifier_timeout_sec,
+                             memory_mb=limits.memory_mb)
+    if isinstance(outcome, RewardResult):
+        return outcome
+    record = outcome[0]
+    log.info("game grade of %s: engine log:\n%s", task.id, record.log[-4000:])
     costs = run.costs()
-    checks = record.get("checks")
-    if record.get("cause") == "refused":
-        reason = str(record.get("reason", ""))[:1000]
+    checks = record.checks
+    if record.cause == "refused":
+        reason = str(record.reason or "")[:1000]
         return RewardResult.failed(f"the project was refused: {reason}", **costs)
-    if not record.get("ok") or not isinstance(checks, list) or not checks or len(checks) > 200:
-        cause = str(record.get("cause"))
+    if not record.gate or not isinstance(checks, list) or not checks or len(checks) > 200:
+        cause = str(record.cause)
         known = cause if cause in CAUSES else "none"
         return RewardResult.failed(CAUSES.get(cause, "the check reported nothing"), cause=known, **costs)
     allowed = check_names(source)

@@ -6,12 +6,11 @@ The grader announces its phases (:mod:`taskgym.core.verdicts`): a grade that end
 setup, after ``begun`` (its modules imported, the target or a scene's parts loaded and checked)
 and before ``started`` (the submitted file opened), has no verdict: ``grader_dependency``,
 ``reference`` (the task's target missing, unreadable or no valid solid), ``grader_timeout`` or
-``grader_crash``."""
+``grader_crash``. Its final record is a :class:`MeshResult`, read by
+:func:`taskgym.core.sandboxed_grader.grader_outcome` (a malformed report is a failed grade)."""
 
 from __future__ import annotations
 
-import base64
-import json
 import tempfile
 from pathlib import Path
 from typing import Any, Literal
@@ -19,14 +18,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from taskgym.core.reward import RewardResult
-from taskgym.core.sandboxed_grader import grader_report, grader_spec
+from taskgym.core.sandboxed_grader import GraderResult, grader_outcome, grader_secret, grader_spec
 from taskgym.core.task import Task
 from taskgym.sandbox import Backend
 from taskgym.sandbox.grading import Grader
+from taskgym.tools.view import VIEW_BINDS
 from taskgym.tools.worker_env import WorkerSettings
 
-__all__ = ["FORMATS", "IMAGE", "INSIDE_DIR", "INSIDE_MOUNT", "MAX_BYTES", "MeshSettings", "grade_file",
-           "grader_of"]
+__all__ = ["FORMATS", "IMAGE", "INSIDE_DIR", "INSIDE_MOUNT", "MAX_BYTES", "MeshResult", "MeshSettings",
+           "grade_file", "grader_of"]
 
 INSIDE_DIR = Path(__file__).parent / "inside"
 """The in-sandbox scripts (worker, grader, meshlib), read-only in every sandbox of the domain."""
@@ -36,6 +36,25 @@ MAX_BYTES = 48 << 20
 FORMATS = ("stl", "obj", "ply", "off", "glb")
 IMAGE = "taskgym/mesh-trimesh-v0"
 """The env's container image: the agent's sandboxes and the grader's use it on docker."""
+GRADER_MEMORY_MB = 4096
+"""The least memory a grading sandbox has."""
+
+
+class MeshResult(GraderResult):
+    """``grade.py``'s final record: with ``gate``, the score in [0, 1], success and the
+    measures."""
+
+    score: float | None = Field(default=None, ge=0.0, le=1.0)
+    success: bool = False
+    measured: dict[str, Any] | None = None
+    properties: dict[str, Any] | None = None
+    timing: dict[str, float] | None = None
+
+    @model_validator(mode="after")
+    def _gated_mesh_is_scored(self) -> MeshResult:
+        if self.gate and (self.score is None or self.measured is None):
+            raise ValueError("a gated mesh's record has its score and measures")
+        return self
 
 
 class Scene(BaseModel):
@@ -81,7 +100,8 @@ class MeshSettings(WorkerSettings):
 
 def grader_of(task: Task, image: str | None = IMAGE) -> Grader:
     """``task``'s grader (in ``image`` on container backends); the submission is its workspace."""
-    spec = grader_spec(task, {str(INSIDE_DIR): INSIDE_MOUNT}, min_memory_mb=4096, image=image)
+    spec = grader_spec(task, {str(INSIDE_DIR): INSIDE_MOUNT, **VIEW_BINDS},
+                       min_memory_mb=GRADER_MEMORY_MB, image=image)
     return Grader(spec, ("python3", "-I", "-B", f"{INSIDE_MOUNT}/grade.py"),
                   ("meshlib", "scipy.spatial", "scipy.optimize", "scipy.sparse.csgraph"))
 
@@ -92,34 +112,29 @@ def grade_file(task: Task, name: str, data: bytes, backend: Backend,
     container backends)."""
     settings = MeshSettings.of(task)
     tests = task.path / "tests"
-    files = {str(p.relative_to(tests)): base64.b64encode(p.read_bytes()).decode()
-             for p in sorted(tests.rglob("*")) if p.is_file()}
+    files = {str(p.relative_to(tests)): p.read_bytes() for p in sorted(tests.rglob("*")) if p.is_file()}
     grader = settings.model_dump(include={"score", "solid", "bodies", "max_faces",
                                           "iou_threshold", "min_feature_mm3", "hausdorff_mm",
                                           "unlike_input"})
     if settings.scene is not None:
         grader.update(settings.scene.model_dump())
-    secret = json.dumps({"settings": grader, "files": files}).encode()
     limits = task.limits
     with tempfile.TemporaryDirectory(prefix="taskgym-mesh-") as tmp:
         (Path(tmp) / name).write_bytes(data)
         run = grader_of(task, image).run(backend, seed=Path(tmp), timeout=limits.verifier_timeout_sec,
-                                         secrets={"TASKGYM_SECRET_FD": secret})
-    record = grader_report(run, run.final(), limits.verifier_timeout_sec)
-    if isinstance(record, RewardResult):
-        return record
-    common = {**run.costs(), "timing": record.get("timing"), "properties": record.get("properties")}
-    if not record.get("gate"):
-        return RewardResult.failed(str(record.get("reason")), **common)
-    try:
-        score = round(float(record["score"]), 6)  # volumes are not exact past that: equal meshes score 1
-        measured: dict[str, Any] = dict(record["measured"])
-        success = bool(record["success"])
-        if not 0.0 <= score <= 1.0:
-            raise ValueError(f"an impossible score {score}")
-    except (KeyError, TypeError, ValueError) as exc:
-        return RewardResult.failed(f"the grader's report is malformed ({exc!r})", **common)
-    components = {k: float(v) for k, v in measured.items() if isinstance(v, int | float)}
+                                         secrets=grader_secret(grader, files))
+    outcome = grader_outcome(run, MeshResult, timeout=limits.verifier_timeout_sec,
+                             memory_mb=max(limits.memory_mb, GRADER_MEMORY_MB))
+    if isinstance(outcome, RewardResult):
+        return outcome
+    record = outcome[0]
+    common = {**run.costs(), "timing": record.timing, "properties": record.properties}
+    if not record.gate or record.score is None or record.measured is None:
+        return RewardResult.failed(str(record.reason), **common)
+    score = round(record.score, 6)  # volumes are not exact past that: equal meshes score 1
+    components = {k: float(v) for k, v in record.measured.items()
+                  if isinstance(v, int | float)}
     components[settings.score] = score
-    details = {**common, "measured": measured, **({} if success else {"reason": record.get("reason")})}
-    return RewardResult(score=score, success=success, components=components, details=details)
+    details = {**common, "measured": record.measured,
+               **({} if record.success else {"reason": record.reason})}
+    return RewardResult(score=score, success=record.success, components=components, details=details)

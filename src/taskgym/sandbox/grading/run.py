@@ -59,6 +59,9 @@ class GraderRun:
     usage: ResourceUsage
     records: list[dict[str, Any]] = field(default_factory=list)
     """The nonce-tagged JSON objects the grader reported, in order."""
+    rejected: list[tuple[int, str]] = field(default_factory=list)
+    """Each line that was no such record (untagged, not a JSON object, cut short, past
+    :data:`REPORT_LIMIT`): how many records came before it, and why (quoting nothing of it)."""
     path: str = "cold"
     """Where it ran: ``cold`` (a sandbox started for it), ``pool`` (a pre-started one) or
     ``zygote`` (forked by the kind's grader zygote); see :mod:`taskgym.sandbox.grading.warm`."""
@@ -109,10 +112,11 @@ def run_grader(backend: Backend, spec: SandboxSpec, argv: list[str], *, seed: Pa
     """
     nonce = random.token_hex(16)
     records: list[dict[str, Any]] = []
+    rejected: list[tuple[int, str]] = []
     opened: list[int] = []
     try:
-        return _run(backend, spec, argv, nonce, records, opened, seed=seed, timeout=timeout,
-                    secrets=secrets, pass_fds=pass_fds, preload=preload)
+        return _run(backend, spec, argv, nonce, (records, rejected), opened, seed=seed,
+                    timeout=timeout, secrets=secrets, pass_fds=pass_fds, preload=preload)
     except OSError as exc:  # the host's pipes, descriptors or threads, before the sandbox's
         raise sandbox_error("could not set up the grade", exc) from exc
     finally:
@@ -121,10 +125,13 @@ def run_grader(backend: Backend, spec: SandboxSpec, argv: list[str], *, seed: Pa
 
 
 def _run(backend: Backend, spec: SandboxSpec, argv: list[str], nonce: str,
-         records: list[dict[str, Any]], opened: list[int], *, seed: Path | None, timeout: float,
+         report: tuple[list[dict[str, Any]], list[tuple[int, str]]], opened: list[int], *,
+         seed: Path | None, timeout: float,
          secrets: Mapping[str, bytes] | None, pass_fds: Sequence[int],
          preload: Sequence[str] | None) -> GraderRun:
-    """:func:`run_grader`'s body; ``opened`` holds the descriptors the caller closes."""
+    """:func:`run_grader`'s body; ``report`` the lists of records and rejected lines it fills,
+    ``opened`` the descriptors the caller closes."""
+    records, rejected = report
     nonce_r, nonce_w = os.pipe()
     opened += [nonce_r, nonce_w]
     os.write(nonce_w, nonce.encode())
@@ -137,7 +144,7 @@ def _run(backend: Backend, spec: SandboxSpec, argv: list[str], nonce: str,
         fd = _secret_descriptor(content)
         opened.append(fd)
         env[name] = str(fd)
-    reader = threading.Thread(target=_collect, args=(report_r, nonce, records), daemon=True,
+    reader = threading.Thread(target=_collect, args=(report_r, nonce, records, rejected), daemon=True,
                               name="taskgym-grade-report")
     reader.start()
     opened.remove(report_r)  # the reader closes it
@@ -165,7 +172,7 @@ def _run(backend: Backend, spec: SandboxSpec, argv: list[str], nonce: str,
         os.close(report_w)
         opened.remove(report_w)
         reader.join(timeout=10)
-    return GraderRun(result, usage, records, path)
+    return GraderRun(result, usage, records, rejected, path)
 
 
 def _not_started(exc: SandboxError, records: list[dict[str, Any]]) -> NoVerdictError:
@@ -193,19 +200,32 @@ def _secret_descriptor(content: bytes) -> int:
         return os.dup(handle.fileno())
 
 
-def _collect(fd: int, nonce: str, records: list[dict[str, Any]]) -> None:
+def _collect(fd: int, nonce: str, records: list[dict[str, Any]],
+             rejected: list[tuple[int, str]]) -> None:
     prefix = nonce.encode() + b" "
     read = 0
     with os.fdopen(fd, "rb") as stream:
         for line in stream:
             read += len(line)
-            if read > REPORT_LIMIT:
-                continue  # drain, so the grader never blocks on a full pipe
-            if not line.startswith(prefix):
+            if read > REPORT_LIMIT:  # drain, so the grader never blocks on a full pipe
+                if read - len(line) <= REPORT_LIMIT:
+                    rejected.append((len(records), f"the report ran past {REPORT_LIMIT >> 20} MB"))
                 continue
-            try:
-                record = json.loads(line[len(prefix):])
-            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-                continue
-            if isinstance(record, dict):
+            record = _record(line, prefix)
+            if isinstance(record, str):
+                rejected.append((len(records), record))
+            else:
                 records.append(record)
+
+
+def _record(line: bytes, prefix: bytes) -> dict[str, Any] | str:
+    """The nonce-tagged JSON object on ``line``, else why it is none."""
+    if not line.startswith(prefix):
+        return "a line without the grade's nonce"
+    if not line.endswith(b"\n"):
+        return "a line cut short"
+    try:
+        record = json.loads(line[len(prefix):])
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        return "a line that is not JSON"
+    return record if isinstance(record, dict) else "a line that is not a JSON object"

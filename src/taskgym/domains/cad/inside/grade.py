@@ -5,16 +5,16 @@ Order matters, and is the defence:
    through /proc), then fork the runner: a child that closes every secret descriptor before
    anything is read from them, imports CadQuery and waits for "go" on a pipe. Nothing secret
    was ever in its memory.
-2. Read the nonce, take the report descriptor (non-inheritable) and report
-   ``{"phase": "begun"}``. The grader's own setup follows: import CadQuery (a ``dependency``
-   record when it cannot), read the task settings and the reference from their descriptor
-   (the reference never exists as a file here) and build it (a ``reference`` record when it
-   fails or is not one valid solid). Then report ``{"phase": "started"}`` and send "go": from
-   here on the submitted script runs, and a grade that ends is the policy's (graded).
+2. Open the grading kit's channel (``gradekit``: the nonce, the report descriptor and the
+   secret read, ``begun`` reported). The grader's own setup follows: import CadQuery (a
+   ``dependency`` fault when it cannot), take the task settings and the reference from the
+   secret (the reference never exists as a file here) and build it (a ``reference`` fault when
+   it fails or is not one valid solid). Then report ``started`` and send "go": from here on the
+   submitted script runs, and a grade that ends is the policy's (graded).
 3. The runner runs /app/part.py (time, memory and file-size bounds) and writes its part as
    BREP. Once it ended (or was killed), every other process left in the sandbox is killed and
    the part is compared with the reference by this process's own, unpatched CadQuery.
-4. Report one JSON record with ``gate`` on the report descriptor, prefixed with the nonce.
+4. Report the final record (``gate``, ``reason``, the measures).
 With ``TASKGYM_CHECK_REFERENCE=1`` there is no submission: the record says whether the
 reference is one valid solid.
 """
@@ -25,26 +25,22 @@ import time
 
 STARTED = time.monotonic()
 
-import ctypes  # noqa: E402
-import json  # noqa: E402
 import os  # noqa: E402
 import resource  # noqa: E402
 import signal  # noqa: E402
 import sys  # noqa: E402
 import traceback  # noqa: E402
-from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
+
+sys.path.insert(0, "/.taskgym-view")  # the grading kit's folder (-I leaves it out)
+import gradekit  # noqa: E402  # type: ignore[import-not-found]
+
+sys.path.pop(0)
 
 FOLDER = os.path.dirname(os.path.abspath(__file__))
 OUT = "/tmp/.grade"
 PART = f"{OUT}/part.brep"
 ERROR = f"{OUT}/error.txt"
-PR_SET_DUMPABLE = 4
-SECRET_FDS = ("TASKGYM_NONCE_FD", "TASKGYM_REPORT_FD", "TASKGYM_SECRET_FD")
-
-
-def _fd(name: str) -> int:
-    return int(os.environ[name])
 
 
 def fork_runner(memory_mb: int) -> tuple[int, int]:
@@ -57,9 +53,7 @@ def fork_runner(memory_mb: int) -> tuple[int, int]:
         return pid, go_w
     try:
         os.close(go_w)
-        for name in SECRET_FDS:
-            os.close(_fd(name))
-            del os.environ[name]
+        gradekit.drop_channel()
         os.setsid()
         with open(os.devnull, "wb") as null:
             os.dup2(null.fileno(), 1)
@@ -140,29 +134,7 @@ def _owner(pid: str) -> int:
         return -1
 
 
-def _read_all(fd: int) -> bytes:
-    chunks = []
-    while chunk := os.read(fd, 1 << 20):
-        chunks.append(chunk)
-    os.close(fd)
-    return b"".join(chunks)
-
-
-def open_channel() -> Callable[..., None]:
-    """The nonce read and its descriptor closed; a function that sends one record."""
-    nonce = _read_all(_fd("TASKGYM_NONCE_FD")).decode().strip()
-    report_fd = _fd("TASKGYM_REPORT_FD")
-    os.set_inheritable(report_fd, False)
-    stream = os.fdopen(report_fd, "w", buffering=1)
-
-    def send(**record: Any) -> None:
-        stream.write(f"{nonce} {json.dumps(record)}\n")
-        stream.flush()
-
-    return send
-
-
-def setup(send: Callable[..., None]) -> tuple[Any, dict[str, Any], Any] | None:
+def setup(channel: Any) -> tuple[Any, dict[str, Any], Any] | None:
     """The grader's own setup: the compare module, the settings and the built reference, or
     ``None`` once it reported why it cannot grade (nothing of the agent's is read here)."""
     sys.path.insert(0, FOLDER)
@@ -170,11 +142,11 @@ def setup(send: Callable[..., None]) -> tuple[Any, dict[str, Any], Any] | None:
         import compare as compare_parts
         import geometry
     except ImportError as exc:
-        send(dependency=f"the grading sandbox's Python cannot import the CAD grader's libraries "
-                        f"({exc}): install taskgym's cad extra for it (`taskgym doctor` checks it)")
+        channel.fault("dependency", f"the grading sandbox's Python cannot import the CAD grader's "
+                      f"libraries ({exc}): install taskgym's cad extra for it (`taskgym doctor` "
+                      "checks it)")
         return None
-    header, _, data = _read_all(_fd("TASKGYM_SECRET_FD")).partition(b"\n")
-    settings = json.loads(header)
+    settings, data = channel.secret.settings, channel.secret.files["reference"]
     if os.environ.get("TASKGYM_CHECK_REFERENCE") == "1":
         return compare_parts, settings, data  # checking the reference is the whole grade
     try:
@@ -183,7 +155,7 @@ def setup(send: Callable[..., None]) -> tuple[Any, dict[str, Any], Any] | None:
     except Exception:
         fault = "it could not be built:\n" + traceback.format_exc(limit=-2)[-1500:]
     if fault is not None:
-        send(reference=f"the task's reference part is at fault: {fault}")
+        channel.fault("reference", f"the task's reference part is at fault: {fault}")
         return None
     return compare_parts, settings, reference
 
@@ -213,33 +185,31 @@ def grade(compare_parts: Any, settings: dict[str, Any], reference: Any, runner: 
         return {"gate": False, "reason": failure}, ran
     try:
         return compare_parts.evaluate(settings, geometry.load_brep(PART), reference), ran
-    except Exception:
-        return {"gate": False, "reason": "the part could not be compared with the reference:\n"
-                                         + traceback.format_exc(limit=-2)[-1500:]}, ran
+    except Exception as exc:  # its message may quote the reference: its type and place only
+        error = gradekit.failure(exc)
+        return {"gate": False, "error": error, "reason": "the part could not be compared with "
+                f"the reference ({error['type']} at {', '.join(error['at'])})"}, ran
 
 
-def main() -> None:
-    ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    timeout = float(os.environ.get("TASKGYM_RUN_TIMEOUT", "60"))
-    memory_mb = int(os.environ.get("TASKGYM_RUN_MEMORY_MB", "1024"))
-    only_reference = os.environ.get("TASKGYM_CHECK_REFERENCE") == "1"
-    runner, go = (0, -1) if only_reference else fork_runner(memory_mb)
-    send = open_channel()
-    send(phase="begun")  # the workspace is copied in; nothing of it is read before "started"
-    ready = setup(send)
+def main(channel: Any, runner: int, go: int) -> None:
+    """The grade on ``channel`` (opened after the runner was forked): setup, then the script."""
+    ready = setup(channel)
     imported = time.monotonic()
     if ready is None:
-        os._exit(0)  # the runner reads end-of-file on "go" and exits
-    send(phase="started")  # from here on the submitted script runs: its failures are graded
-    if only_reference:
+        return  # the runner reads end-of-file on "go" and exits
+    channel.started()  # from here on the submitted script runs: its failures are graded
+    if runner == 0:
         record, ran = check_reference(*ready), imported
     else:
-        record, ran = grade(*ready, runner, go, timeout)
+        record, ran = grade(*ready, runner, go, timeout=float(os.environ.get("TASKGYM_RUN_TIMEOUT", "60")))
     record["timing"] = {"import_sec": imported - STARTED, "user_code_sec": ran - imported,
                         "compare_sec": time.monotonic() - ran}
-    send(**record)
-    os._exit(0)  # skip tearing down OpenCascade's and VTK's modules: nothing is left to do
+    channel.final(**record)
 
 
 if __name__ == "__main__":
-    main()
+    gradekit.undumpable()  # before the fork: the runner is never dumpable either
+    only_reference = os.environ.get("TASKGYM_CHECK_REFERENCE") == "1"
+    memory_mb = int(os.environ.get("TASKGYM_RUN_MEMORY_MB", "1024"))
+    RUNNER, GO = (0, -1) if only_reference else fork_runner(memory_mb)
+    gradekit.run(lambda channel: main(channel, RUNNER, GO))

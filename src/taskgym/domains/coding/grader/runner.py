@@ -1,23 +1,22 @@
 """Runs inside the grading sandbox (under the system's /usr/bin/python3 -I).
 
-Its records tell the host where a grade that ends without its report stopped
-(taskgym.core.verdicts): ``{"phase": "begun"}`` first, then its own setup (pytest imported, the
-hidden tests copied; a ``dependency`` or ``reference`` record when that fails), then
-``{"phase": "started"}`` before anything of the agent's is read or run.
+It speaks through the grading kit (``gradekit``, mounted at /.taskgym-view), which takes the
+report channel before any code of the agent is imported (the nonce read, both descriptors
+removed from the environment, the report's made non-inheritable, so test subprocesses never
+see them) and reports ``begun``. Then its own setup (pytest imported, the hidden tests
+checked or copied; a ``dependency`` or ``reference`` fault when that fails), then ``started``
+before anything of the agent's is read or run (taskgym.core.verdicts: a grade that ends
+between the two has no verdict).
 
-It takes the report channel before any code of the agent is imported: a random nonce
-read from one pipe and a second pipe to write records to, both removed from the
-environment and made non-inheritable, so test subprocesses never see them. Each record
-is one line, ``<nonce> <json>``; the host ignores lines without the nonce.
-
-Mode ``pytest``: run the hidden tests in /tests, one record per test (passed only when
-setup, call and teardown all raised nothing), then a final record. Before the final
-record it checks that pytest's own reporting functions are the objects they were at
-start, so code that monkey-patched them is caught. Mode ``script`` (Harbor): copy the tests
-from /.tests to a writable /tests, run /tests/test.sh (by its #! line) in /app and report the reward file it
-writes (/logs/verifier/reward.json, else reward.txt). Mode ``tb1`` (Terminal-Bench 1): the
-same copy (run-tests.sh included), run /tests/run-tests.sh with TEST_DIR=/tests and report the
-pytest short summary it prints (run with -rA).
+Mode ``pytest``: run the hidden tests in /tests, one event per test (passed only when
+setup, call and teardown all raised nothing), then the final record. Before the final
+record it checks that pytest's own reporting functions (and the grading kit's) are the
+objects they were at start, so code that monkey-patched them is caught. Mode ``script``
+(Harbor): copy the tests from /.tests to a writable /tests, run /tests/test.sh (by its #!
+line) in /app and report the reward file it writes (/logs/verifier/reward.json, else
+reward.txt). Mode ``tb1`` (Terminal-Bench 1): the same copy (run-tests.sh included), run
+/tests/run-tests.sh with TEST_DIR=/tests and report the pytest short summary it prints (run
+with -rA).
 """
 
 import inspect
@@ -29,31 +28,13 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, "/.taskgym-view")  # the grading kit's folder (-I leaves it out)
+import gradekit  # noqa: E402
 
-def make_undumpable():
-    """Stop processes the tests start (same uid) from reading this one's memory."""
-    import ctypes
-
-    PR_SET_DUMPABLE = 4
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+sys.path.pop(0)  # nothing of taskgym's shadows the agent's modules
 
 
-def open_channel():
-    nonce_fd = int(os.environ.pop("TASKGYM_NONCE_FD"))
-    report_fd = int(os.environ.pop("TASKGYM_REPORT_FD"))
-    nonce = os.read(nonce_fd, 256).decode().strip()
-    os.close(nonce_fd)
-    os.set_inheritable(report_fd, False)
-    stream = os.fdopen(report_fd, "w", buffering=1)
-
-    def send(**record):
-        stream.write(nonce + " " + json.dumps(record) + "\n")
-        stream.flush()
-
-    return send
-
-
-def run_pytest(send):
+def run_pytest(channel):
     try:  # the grader's own setup: the agent's /app is on no path yet (python3 -I, cwd /)
         import _pytest.main
         import _pytest.python
@@ -61,12 +42,12 @@ def run_pytest(send):
         import _pytest.runner
         import pytest
     except ImportError as exc:
-        send(dependency=f"the grading sandbox's Python cannot import pytest ({exc}): install "
-                        "it for /usr/bin/python3 (`taskgym doctor` checks it)")
+        channel.fault("dependency", f"the grading sandbox's Python cannot import pytest ({exc}): "
+                      "install it for /usr/bin/python3 (`taskgym doctor` checks it)")
         return
     broken = broken_tests("/tests")
     if broken:
-        send(reference=f"the task's hidden tests do not compile: {broken}")
+        channel.fault("reference", f"the task's hidden tests do not compile: {broken}")
         return
 
     guarded = {
@@ -81,6 +62,9 @@ def run_pytest(send):
         "pytest_runtest_call": (_pytest.runner, "pytest_runtest_call"),
         "pytest_runtest_teardown": (_pytest.runner, "pytest_runtest_teardown"),
         "pytest_runtestloop": (_pytest.main, "pytest_runtestloop"),
+        "the report's send": (channel, "_send"),
+        "the report's event": (channel, "event"),
+        "the report's final record": (channel, "final"),
     }
     snapshot = {name: inspect.getattr_static(owner, attr) for name, (owner, attr) in guarded.items()}
     passed = {}
@@ -95,12 +79,12 @@ def run_pytest(send):
             if call.when == "call" and ok:
                 called.add(item.nodeid)
             if call.when == "teardown":
-                send(test=item.nodeid, passed=passed[item.nodeid] and item.nodeid in called)
+                channel.event(test=item.nodeid, passed=passed[item.nodeid] and item.nodeid in called)
 
         def pytest_collection_finish(self, session):
-            send(collected=len(session.items))
+            channel.event(collected=len(session.items))
 
-    send(phase="started")  # from here on, what the agent left runs: its failures are graded
+    channel.started()  # from here on, what the agent left runs: its failures are graded
     sys.path.append("/app")
     os.chdir("/app")
     code = pytest.main(
@@ -112,7 +96,7 @@ def run_pytest(send):
                       if inspect.getattr_static(owner, attr) is not snapshot[name])
     if sys.gettrace() is not None or sys.getprofile() is not None:
         tampered.append("a trace or profile hook")
-    send(final=True, exit=int(code), tampered=tampered)
+    channel.final(True, exit=int(code), tampered=tampered)
 
 
 def broken_tests(folder):
@@ -181,22 +165,22 @@ def interpreter(path):
     return ["/bin/bash"]
 
 
-def setup_tests(send):
+def setup_tests(channel):
     """The writable tests, then the ``started`` record; ``False`` (and why, reported) when the
     hidden tests cannot be copied."""
     try:
         writable_tests()
         os.makedirs("/logs/verifier", exist_ok=True)
     except OSError as exc:
-        send(reference=f"the task's hidden tests could not be copied into /tests ({exc})")
+        channel.fault("reference", f"the task's hidden tests could not be copied into /tests ({exc})")
         return False
-    send(phase="started")
+    channel.started()
     return True
 
 
-def run_script(send):
+def run_script(channel):
     """Harbor: /tests/test.sh decides, through the reward file it writes."""
-    if not setup_tests(send):
+    if not setup_tests(channel):
         return
     for name in ("reward.txt", "reward.json"):
         try:
@@ -209,7 +193,7 @@ def run_script(send):
         print(f"cannot run /tests/test.sh: {exc}", file=sys.stderr)
         code = 127
     rewards, problem = read_rewards()
-    send(final=True, exit=code, rewards=rewards, problem=problem, tampered=[])
+    channel.final(rewards is not None, problem, exit=code, rewards=rewards, tampered=[])
 
 
 SUMMARY = re.compile(r"=+\s*short test summary info\s*=+", re.IGNORECASE)
@@ -240,9 +224,9 @@ def parse_pytest_summary(output):
     return outcomes
 
 
-def run_tb1(send):
+def run_tb1(channel):
     """Terminal-Bench 1: run-tests.sh runs pytest with -rA; its summary decides."""
-    if not setup_tests(send):
+    if not setup_tests(channel):
         return
     env = dict(os.environ, TEST_DIR="/tests")
     proc = subprocess.run(["/bin/bash", "/tests/run-tests.sh"], cwd="/app", env=env,
@@ -251,22 +235,23 @@ def run_tb1(send):
     sys.stdout.write(output[-6000:])
     sys.stdout.flush()
     outcomes = parse_pytest_summary(output)
-    send(final=True, exit=proc.returncode, outcomes=outcomes, tampered=[])
+    channel.final(outcomes is not None, None if outcomes is not None else "run-tests.sh printed "
+                  "no pytest short test summary (it must run pytest with -rA)",
+                  exit=proc.returncode, outcomes=outcomes, tampered=[])
 
 
-def main():
-    make_undumpable()
-    send = open_channel()
-    send(phase="begun")  # the workspace is copied in; nothing of it is read before "started"
+def main(channel):
+    """The grade: ``begun`` is reported (the workspace is copied in; nothing of it is read
+    before ``started``)."""
     os.chdir("/")
     mode = sys.argv[1:]
     if mode == ["script"]:
-        run_script(send)
+        run_script(channel)
     elif mode == ["tb1"]:
-        run_tb1(send)
+        run_tb1(channel)
     else:
-        run_pytest(send)
+        run_pytest(channel)
 
 
 if __name__ == "__main__":
-    main()
+    gradekit.run(main)

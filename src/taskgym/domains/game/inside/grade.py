@@ -1,10 +1,10 @@
 """Grade a Godot project in a fresh sandbox; the hidden check arrives by descriptor.
 
-1. Become non-dumpable (no process here can read this one's memory or descriptors), read
-   the nonce and the secret (the check's GDScript, the time bound, whether the task allows
-   scripts), close those, and report ``{"phase": "begun"}``. The grader's own setup: the engine
-   found and answering ``--version`` (else a ``dependency`` record), the check's source text with
-   an ``evaluate`` function (else a ``reference`` record); then ``{"phase": "started"}``, before
+1. Open the grading kit's channel (``gradekit``: non-dumpable, the nonce and the secret read:
+   the check's GDScript, the time bound, whether the task allows scripts; ``begun`` reported).
+   The grader's own setup: the engine found and answering ``--version`` (else a ``dependency``
+   fault), the check's source text with an ``evaluate`` function (else a ``reference`` fault);
+   then ``started``, before
    anything of /app is read (taskgym.core.verdicts: a grade that ends between the two phases has
    no verdict; from ``started`` on, a refusal, an engine that hangs or crashes are graded).
 2. Build the graded project from /app with :mod:`graded_project`: only allow-listed
@@ -15,14 +15,13 @@
    /.game/harness.gd on the graded project with --fixed-fps; a process group that outlives the
    bound is killed. The harness opens the report file before any project code loads and
    writes one line, "<token> <JSON>", at the end: stdout is only the log.
-4. Report the record, nonce-tagged, on TASKGYM_REPORT_FD: the checks' names and results, a
-   refusal's reason (written here, before any project code ran), or a fixed reason; the
-   engine's log goes to the host's logs under ``log`` (the host never shows it to the agent).
+4. Report the final record: ``gate`` (the check reported), the checks' names and results, or a
+   ``cause`` (a refusal's reason, written here before any project code ran); the engine's log
+   goes to the host's logs under ``log`` (the host never shows it to the agent).
 """
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import re
@@ -33,13 +32,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))  # -I leaves the script's folder off the path
+sys.path[:0] = [str(Path(__file__).parent), "/.taskgym-view"]  # -I leaves both off the path
 
 import graded_project  # noqa: E402
+import gradekit  # noqa: E402  # type: ignore[import-not-found]
+
+sys.path.remove("/.taskgym-view")
 
 APP = Path("/app")
 ENGINE = "godot3-server"
@@ -55,7 +56,8 @@ NOISE = re.compile(
 
 def run_engine(graded: Path, work: Path, check: str, timeout: float) -> tuple[dict[str, Any], str]:
     """Play the check on the project at ``graded``: (the record, the engine log's tail). A
-    record without ``checks`` has a ``cause`` (a name of the host's fixed reasons)."""
+    record without ``checks`` has ``gate`` false and a ``cause`` (a name of the host's fixed
+    reasons)."""
     token = secrets.token_hex(16)
     check_path = work / f"{secrets.token_hex(8)}.gd"
     check_path.write_text(check)
@@ -94,21 +96,24 @@ def run_engine(graded: Path, work: Path, check: str, timeout: float) -> tuple[di
     )[-3000:]
     lines = report_path.read_bytes()[:1_000_000].splitlines()
     if timed_out:
-        return {"ok": False, "cause": "timeout"}, log
+        return {"gate": False, "cause": "timeout"}, log
     prefix = token.encode() + b" "
     if len(lines) != 1 or not lines[0].startswith(prefix):
-        return {"ok": False, "cause": "no-report" if not lines else "bad-report"}, log
+        return {"gate": False, "cause": "no-report" if not lines else "bad-report"}, log
     try:
         record = json.loads(lines[0][len(prefix):])
     except ValueError:
         record = None
-    if not isinstance(record, dict) or record.get("cause") == "refused":
-        return {"ok": False, "cause": "bad-report"}, log
-    record.pop("reason", None)  # text written after project code ran is never a reason
-    return record, log
+    if not isinstance(record, dict) or record.get("cause") == "refused" or not isinstance(
+            record.get("ok"), bool):
+        return {"gate": False, "cause": "bad-report"}, log
+    checks, cause = record.get("checks"), record.get("cause")  # the harness's own words
+    if not isinstance(cause, str):
+        cause = None
+    return ({"gate": True, "checks": checks} if record["ok"] else {"gate": False, "cause": cause}), log
 
 
-def setup(send: Callable[..., None], secret: dict[str, Any]) -> bool:
+def setup(channel: Any, secret: dict[str, Any]) -> bool:
     """The grader's own setup, before anything of the agent's is read: the engine runs and the
     check is source text; ``False``, with a ``dependency`` or ``reference`` record sent, when
     not (the environment's fault)."""
@@ -124,48 +129,35 @@ def setup(send: Callable[..., None], secret: dict[str, Any]) -> bool:
         except (OSError, subprocess.TimeoutExpired) as exc:
             problem = f"{engine} could not be run: {exc}"
     if problem:
-        send(dependency=f"the grading sandbox's game engine does not run ({problem}): install "
-                        f"{ENGINE} (`taskgym doctor` checks it)")
+        channel.fault("dependency", f"the grading sandbox's game engine does not run ({problem}): "
+                      f"install {ENGINE} (`taskgym doctor` checks it)")
         return False
     check = secret.get("check")
     if not isinstance(check, str) or "func evaluate" not in check:
-        send(reference="the task's tests/check.gd has no evaluate function; fix the task")
+        channel.fault("reference", "the task's tests/check.gd has no evaluate function; fix the task")
         return False
     return True
 
 
-def main() -> None:
+def main(channel: Any) -> None:
     started = time.monotonic()
-    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
-    nonce_fd, secret_fd = int(os.environ["TASKGYM_NONCE_FD"]), int(os.environ["TASKGYM_SECRET_FD"])
-    with os.fdopen(nonce_fd, "rb") as stream:
-        nonce = stream.read(64).decode()
-    with os.fdopen(secret_fd, "rb") as stream:
-        secret = json.loads(stream.read())
-    report = os.fdopen(int(os.environ["TASKGYM_REPORT_FD"]), "w")
-
-    def send(**record: Any) -> None:
-        report.write(f"{nonce} {json.dumps(record)}\n")
-        report.flush()
-
-    send(phase="begun")  # nothing of /app is read before "started"
-    if not setup(send, secret):
+    secret = channel.secret.settings
+    if not setup(channel, secret):
         return
-    send(phase="started")  # from here on the agent's project is read and run: graded
+    channel.started()  # from here on the agent's project is read and run: graded
     work = Path(tempfile.mkdtemp(prefix=".", dir="/tmp"))  # mode 0700
     record: dict[str, Any]
     log = ""
     try:
         graded_project.build(APP, work / "project", scripts_allowed=secret["scripts"] != "none")
     except graded_project.Refused as refused:
-        record = {"ok": False, "cause": "refused", "reason": str(refused)[:1000]}
+        record = {"gate": False, "cause": "refused", "reason": str(refused)[:1000]}
     else:
         record, log = run_engine(work / "project", work, secret["check"], float(secret["timeout"]))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    record.update(final=True, log=log, seconds=round(time.monotonic() - started, 3))
-    send(**record)
+    channel.final(**record, log=log, seconds=round(time.monotonic() - started, 3))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    gradekit.run(main)

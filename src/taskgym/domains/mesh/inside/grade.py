@@ -3,12 +3,11 @@
 Runs as ``python3 -I -B grade.py`` in a workspace whose one file is the submission (its name
 gives its format), with this sandbox's own, unpatched trimesh and
 manifold3d: the agent's file is only data here (nothing of the agent's runs), read under
-size, face-count and memory bounds. The settings and the target meshes come from a secret
-descriptor (they are never files in any sandbox); JSON records go back on the report
-descriptor, prefixed with the nonce (see taskgym.sandbox.grading): ``{"phase": "begun"}`` once the
-nonce and the secrets are read, then the grader's own setup (its modules imported, the target and
-a scene's parts loaded and checked; a ``dependency`` or ``reference`` record when that fails),
-then ``{"phase": "started"}`` before the submitted file is opened, and the final record
+size, face-count and memory bounds. The settings and the target meshes come from the grading
+kit's secret (``gradekit``: they are never files in any sandbox); the kit reports ``begun`` once
+the nonce and the secret are read, then the grader's own setup runs (its modules imported, the
+target and a scene's parts loaded and checked; a ``dependency`` or ``reference`` fault when that
+fails), then ``started`` before the submitted file is opened, and the final record
 (taskgym.core.verdicts: a grade that ends between the two phases has no verdict).
 
 Reward: a gate of hard checks (the file parses, is a valid solid, as ``meshlib`` builds it:
@@ -26,17 +25,16 @@ import time
 
 LAUNCHED = time.monotonic()
 
-import base64  # noqa: E402
 import itertools  # noqa: E402
-import json  # noqa: E402
 import os  # noqa: E402
 import resource  # noqa: E402
 import sys  # noqa: E402
-import traceback  # noqa: E402
-from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, "/.taskgym-view")  # the grading kit's folder (-I leaves it out)
+import gradekit  # noqa: E402  # type: ignore[import-not-found]
+
+sys.path[0] = os.path.dirname(os.path.abspath(__file__))
 
 manifold3d: Any = None  # imported by import_modules(), after the "begun" record
 meshlib: Any = None
@@ -50,15 +48,6 @@ TOL_MM = 0.01
 
 class Fail(Exception):
     """A gate check failed; the message says which and why."""
-
-
-def _read_fd(name: str) -> bytes:
-    fd = int(os.environ[name])
-    chunks = []
-    while chunk := os.read(fd, 1 << 20):
-        chunks.append(chunk)
-    os.close(fd)
-    return b"".join(chunks)
 
 
 def grade(path: str, settings: dict[str, Any], files: dict[str, bytes],
@@ -263,30 +252,29 @@ def import_modules() -> None:
     from trimesh import Trimesh  # noqa: F401
 
 
-def setup(send: Callable[..., None], settings: dict[str, Any],
-          files: dict[str, bytes]) -> dict[str, Any] | None:
+def setup(channel: Any, settings: dict[str, Any], files: dict[str, bytes]) -> dict[str, Any] | None:
     """The grader's own setup (:func:`import_modules`, :func:`references` loaded); ``None``,
     with a ``dependency`` or ``reference`` record sent, when it fails: the environment's fault."""
     try:
         import_modules()
         TIMES["imported"] = time.monotonic()
     except ImportError as exc:
-        send(dependency=f"the grading sandbox's Python cannot import {exc.name or 'a module'} "
-                        f"({exc}): install it for the Python graders run with (`taskgym doctor` "
-                        "checks it)")
+        channel.fault("dependency", f"the grading sandbox's Python cannot import "
+                      f"{exc.name or 'a module'} ({exc}): install it for the Python graders run "
+                      "with (`taskgym doctor` checks it)")
         return None
     try:
         return references(settings, files)
     except ReferenceProblem as exc:
-        send(reference=str(exc))
+        channel.fault("reference", str(exc))
         return None
 
 
 def graded(settings: dict[str, Any], files: dict[str, bytes],
            loaded: dict[str, Any]) -> dict[str, Any]:
-    """The record of the workspace's one file (the submission), whatever goes wrong: an
-    unexpected error names its type and place, never its message (which may quote a hidden
-    value, such as the target's volume)."""
+    """The record of the workspace's one file (the submission); an unexpected error goes to the
+    kit, which names its type and place, never its message (which may quote a hidden value,
+    such as the target's volume)."""
     try:
         (name,) = os.listdir()
         return grade(name, settings, files, loaded)
@@ -294,38 +282,22 @@ def graded(settings: dict[str, Any], files: dict[str, bytes],
         return {"gate": False, "reason": str(exc)}
     except MemoryError:
         return {"gate": False, "reason": "the mesh needs more memory than grading allows"}
-    except Exception as exc:
-        frames = traceback.extract_tb(exc.__traceback__)[-3:]
-        return {"gate": False, "reason": f"the mesh could not be graded ({type(exc).__name__} at "
-                + ", ".join(f"{os.path.basename(f.filename)}:{f.lineno} in {f.name}" for f in frames) + ")"}
 
 
-def main() -> None:
+def main(channel: Any) -> None:
     with open("/proc/self/statm") as statm:
         limit = int(statm.read().split()[0]) * resource.getpagesize() + (MEMORY_MB << 20)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    nonce = _read_fd("TASKGYM_NONCE_FD").decode()
-    secret = json.loads(_read_fd("TASKGYM_SECRET_FD"))
-    report = os.fdopen(int(os.environ["TASKGYM_REPORT_FD"]), "w")
-
-    def send(**record: Any) -> None:
-        report.write(f"{nonce} {json.dumps(record)}\n")
-        report.flush()
-
-    send(phase="begun")  # nothing of the agent's is read before "started"
-    files = {name: base64.b64decode(data) for name, data in secret["files"].items()}
-    settings = secret["settings"]
-    loaded = setup(send, settings, files)
-    if loaded is not None:
-        send(phase="started")  # from here on the submitted file is read: its failures are graded
-        record = graded(settings, files, loaded)
-        record["final"] = True
-        imported = TIMES["imported"]
-        record["timing"] = {"import_sec": imported - LAUNCHED, "grade_sec": time.monotonic() - imported}
-        send(**record)
-    report.close()
-    os._exit(0)
+    settings, files = channel.secret.settings, channel.secret.files
+    loaded = setup(channel, settings, files)
+    if loaded is None:
+        return
+    channel.started()  # from here on the submitted file is read: its failures are graded
+    record = graded(settings, files, loaded)
+    imported = TIMES["imported"]
+    record["timing"] = {"import_sec": imported - LAUNCHED, "grade_sec": time.monotonic() - imported}
+    channel.final(**record)
 
 
 if __name__ == "__main__":
-    main()
+    gradekit.run(main)
