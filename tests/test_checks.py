@@ -11,10 +11,9 @@ from pydantic import BaseModel
 import taskgym
 from taskgym import checks
 from taskgym.core.reward import FailureClass, RewardResult
-from taskgym.core.tool import Tool, ToolResult
+from taskgym.core.tool import SubmitArgs, Tool, ToolResult
 from taskgym.domains.coding import CodingEnv
 from taskgym.fuzz import fuzz_env
-from taskgym.tools.shell import SubmitArgs
 
 pytestmark = pytest.mark.sandbox
 

@@ -23,12 +23,12 @@ from hypothesis import strategies as st
 import taskgym
 from taskgym.checks import host_state
 from taskgym.core.spaces import ToolCallSpace
-from taskgym.core.tool import ActionError, ToolCall, parse_action
+from taskgym.core.tool import ActionError, ToolCall, parse_action, submit_tool
 from taskgym.fuzz import fuzz_env, garbage_actions
 from taskgym.sandbox import Backend
 from taskgym.sandbox.local import LocalBackend
 from taskgym.sandbox.shell.plans import drive_plans
-from taskgym.tools.shell import shell_tools, submit_tool
+from taskgym.tools.shell import shell_tools
 
 ACTIONS = 2000
 # the share of actions that run a tool: cad's run a CadQuery worker and grade a part

@@ -12,10 +12,9 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import taskgym
-from taskgym.core.tool import Tool, ToolResult
+from taskgym.core.tool import SubmitArgs, Tool, ToolResult
 from taskgym.core.vector import TaskVectorEnv
 from taskgym.domains.coding import CodingEnv
-from taskgym.tools.shell import SubmitArgs
 
 pytestmark = pytest.mark.sandbox
 

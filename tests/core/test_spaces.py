@@ -9,8 +9,8 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 from taskgym.core.spaces import ToolCallSpace, UnicodeText
-from taskgym.core.tool import ActionError, Tool, ToolCall, ToolResult, parse_action
-from taskgym.tools.shell import shell_tools, submit_tool
+from taskgym.core.tool import ActionError, Tool, ToolCall, ToolResult, parse_action, submit_tool
+from taskgym.tools.shell import shell_tools
 
 
 def _tools() -> list[Tool]:

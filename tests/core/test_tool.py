@@ -12,12 +12,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from taskgym.core.tool import (
     MAX_ACTION_CHARS,
     ActionError,
+    SubmitArgs,
     Tool,
     ToolCall,
     ToolResult,
     parse_action,
+    submit_tool,
 )
-from taskgym.tools.shell import BashArgs, SubmitArgs, WriteFileArgs, shell_tools, submit_tool
+from taskgym.tools.shell import BashArgs, WriteFileArgs, shell_tools
 
 AVAILABLE = "Available: bash, read_file, write_file, submit"
 

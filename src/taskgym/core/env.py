@@ -50,7 +50,7 @@ from taskgym.core.preflight import preflight
 from taskgym.core.reward import RewardResult
 from taskgym.core.spaces import ToolCallSpace, UnicodeText
 from taskgym.core.task import Limits, Task, TaskSet
-from taskgym.core.tool import Tool, ToolResult
+from taskgym.core.tool import SubmitArgs, Tool, ToolResult, submit_tool
 from taskgym.core.workspace import task_image
 from taskgym.errors import ConfigError, SandboxError
 from taskgym.sandbox import (
@@ -66,7 +66,6 @@ from taskgym.sandbox import (
 from taskgym.sandbox.grading.warm_leases import Lease
 from taskgym.sandbox.host.blocking import run_blocking
 from taskgym.sandbox.host.os_errors import resource_error
-from taskgym.tools.shell import SubmitArgs, submit_tool
 
 __all__ = ["Observation", "StepResult", "TaskEnv"]
 

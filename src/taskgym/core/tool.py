@@ -24,8 +24,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 if TYPE_CHECKING:
     from taskgym.sandbox.shell.plans import Plan
 
-__all__ = ["ActionError", "Tool", "ToolArgs", "ToolCall", "ToolResult", "inline_async", "inline_plan",
-           "parse_action"]
+__all__ = ["ActionError", "SubmitArgs", "Tool", "ToolArgs", "ToolCall", "ToolResult", "inline_async",
+           "inline_plan", "parse_action", "submit_tool"]
 
 MAX_ACTION_CHARS = 1_000_000
 """Largest action accepted, in characters of its JSON form."""
@@ -278,3 +278,26 @@ def parse_action(action: Any, tools: Mapping[str, Tool]) -> ToolCall | ActionErr
         return ActionError("the action is nested too deeply")
     except Exception as exc:  # anything else an odd object can raise: report, never crash
         return ActionError(f"could not read the action: {type(exc).__name__}: {exc}"[:500])
+
+
+class SubmitArgs(ToolArgs):
+    pass  # submit takes no arguments
+
+
+def submit_tool(description: str = "Submit your work for grading; this ends the episode.",
+                args: type[BaseModel] = SubmitArgs,
+                keep: Callable[[Any], ToolResult | None] | None = None,
+                inline: bool = True) -> Tool:
+    """A ``submit`` tool that ends the episode (the env grades after it). ``keep(args)`` sees
+    the arguments first (the env keeps them for its verifier) and may return the step's result
+    instead (one that is not ``done`` goes on). ``inline``: ``keep`` is quick enough for
+    ``astep`` and the vector env's loop to run it in place (no thread)."""
+
+    def submitted(given: BaseModel) -> ToolResult:
+        result = keep(given) if keep is not None else None
+        return result if result is not None else ToolResult("submitted", done=True)
+
+    if not inline:
+        return Tool("submit", description, args, submitted)
+    return Tool("submit", description, args, submitted, inline_async(submitted),
+                inline_plan(submitted))

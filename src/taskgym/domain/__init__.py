@@ -13,12 +13,12 @@ from taskgym.core.sandboxed_grader import GraderResult, grader_outcome, grader_s
 from taskgym.core.settings import TaskSettings, VerifierSettings
 from taskgym.core.task import Limits, Task
 from taskgym.core.task_folder import task_toml, write_task_folder
-from taskgym.core.tool import Tool, ToolArgs, ToolResult
+from taskgym.core.tool import SubmitArgs, Tool, ToolArgs, ToolResult
 from taskgym.domain.grade_script import GRADER_MOUNT, grade_with_script
 from taskgym.errors import ConfigError, TaskgymError
 from taskgym.sandbox import SandboxSpec, Session
 from taskgym.sandbox.grading import Grader, GraderRun, run_grader
-from taskgym.tools.shell import SubmitArgs, python_tool, shell_tools
+from taskgym.tools.shell import python_tool, shell_tools
 from taskgym.tools.worker_env import WorkerEnv, WorkerSettings
 
 __all__ = [

@@ -1,18 +1,18 @@
-"""``bash``, ``read_file``, ``write_file``, ``python`` and ``submit``, over the episode's sandbox."""
+"""``bash``, ``read_file``, ``write_file`` and ``python``, over the episode's sandbox (``submit``,
+which every env has, is :func:`taskgym.core.tool.submit_tool`)."""
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from taskgym.core.tool import Tool, ToolArgs, ToolResult, inline_async, inline_plan
 from taskgym.sandbox import ExecResult, Session
 from taskgym.sandbox.shell.plans import Plan
 
-__all__ = ["format_exec", "python_tool", "shell_tools", "submit_tool"]
+__all__ = ["format_exec", "python_tool", "shell_tools"]
 
 READ_LIMIT = 200_000
 
@@ -37,10 +37,6 @@ class WriteFileArgs(ToolArgs):
 class PythonArgs(ToolArgs):
     code: str = Field(description="Python 3 source; print what you want to see.")
     timeout: float | None = Field(default=None, gt=0, le=600, description="Seconds allowed.")
-
-
-class SubmitArgs(ToolArgs):
-    pass  # submit takes no arguments
 
 
 def format_exec(result: ExecResult) -> str:
@@ -136,22 +132,3 @@ def python_tool(session: Callable[[], Session], max_timeout: Callable[[], float]
         return _bash_result(result)
 
     return Tool("python", description, PythonArgs, python, plan=python_plan)
-
-
-def submit_tool(description: str = "Submit your work for grading; this ends the episode.",
-                args: type[BaseModel] = SubmitArgs,
-                keep: Callable[[Any], ToolResult | None] | None = None,
-                inline: bool = True) -> Tool:
-    """A ``submit`` tool that ends the episode (the env grades after it). ``keep(args)`` sees
-    the arguments first (the env keeps them for its verifier) and may return the step's result
-    instead (one that is not ``done`` goes on). ``inline``: ``keep`` is quick enough for
-    ``astep`` and the vector env's loop to run it in place (no thread)."""
-
-    def submitted(given: BaseModel) -> ToolResult:
-        result = keep(given) if keep is not None else None
-        return result if result is not None else ToolResult("submitted", done=True)
-
-    if not inline:
-        return Tool("submit", description, args, submitted)
-    return Tool("submit", description, args, submitted, inline_async(submitted),
-                inline_plan(submitted))
