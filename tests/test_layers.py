@@ -8,6 +8,7 @@ the layers that face users (trainers and wires, the command line) may use it, as
 from __future__ import annotations
 
 import ast
+from collections.abc import Collection
 from pathlib import Path
 
 import taskgym
@@ -48,16 +49,18 @@ def modules() -> dict[str, str]:
     return found
 
 
-def imported(path: Path) -> list[tuple[str, int]]:
-    """The taskgym modules ``path`` imports, with their lines."""
+def imported(path: Path, known: Collection[str]) -> list[tuple[str, int]]:
+    """The taskgym modules (of ``known``) that ``path`` imports, with their lines: for
+    ``from a import b``, the module ``a.b`` when there is one, else ``a``."""
     names = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names += [(node.module, node.lineno)]
-            names += [(f"{node.module}.{alias.name}", node.lineno) for alias in node.names]
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                names.append((submodule if submodule in known else node.module, node.lineno))
         elif isinstance(node, ast.Import):
             names += [(alias.name, node.lineno) for alias in node.names]
-    return [(name, line) for name, line in names if name.split(".")[0] == "taskgym"]
+    return [(name, line) for name, line in names if name == "taskgym" or name in known]
 
 
 def upward_imports() -> list[str]:
@@ -67,14 +70,12 @@ def upward_imports() -> list[str]:
         if relative == "__init__.py":
             continue
         own = layer_of(relative)
-        for target, line in imported(SRC / relative):
+        for target, line in imported(SRC / relative, known):
             if target == "taskgym":
                 if LAYERS[own][0] not in PUBLIC_NAMES_USERS:
                     found.append(f"taskgym/{relative}:{line} imports taskgym's public names "
                                  f"({LAYERS[own][0]} is below them)")
                 continue
-            if target not in known:
-                continue  # a name taken from a module, checked as the module itself
             theirs = layer_of(known[target])
             if theirs > own:
                 found.append(f"taskgym/{relative}:{line} imports {target} "
@@ -94,6 +95,9 @@ def test_no_module_imports_from_a_layer_above_its_own() -> None:
 
 def test_an_upward_import_is_found(tmp_path: Path) -> None:
     module = tmp_path / "probe.py"
-    module.write_text("def late():\n    from taskgym.integrations import tool_methods\n")
-    assert ("taskgym.integrations", 2) in imported(module)
+    module.write_text("from taskgym import errors\n\n\n"
+                      "def late():\n    from taskgym.integrations import tool_methods\n")
+    found = imported(module, modules())
+    assert ("taskgym.integrations.tool_methods", 5) in found
+    assert ("taskgym.errors", 1) in found and ("taskgym", 1) not in found
     assert layer_of("integrations/tool_methods.py") > layer_of("core/env.py")

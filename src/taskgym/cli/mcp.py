@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 from typing import Any
+
+from taskgym.cli.serve import add_bind_options
 
 MCP_HELP = """\
 transports:
@@ -38,11 +39,7 @@ def add_mcp_parser(sub: Any, positive_int: Any) -> None:
     stdio.add_argument("--task", help="the episode's task id (default: drawn with --seed)")
     stdio.add_argument("--seed", type=int, help="seed of the task draw")
     http = mcp.add_argument_group("http")
-    http.add_argument("--host", default="127.0.0.1",
-                      help="address to bind (default 127.0.0.1; any other needs --token)")
-    http.add_argument("--port", type=positive_int, default=8000)
-    http.add_argument("--token", default=os.environ.get("TASKGYM_SERVE_TOKEN"),
-                      help="bearer token clients must send (default: $TASKGYM_SERVE_TOKEN)")
+    add_bind_options(http, positive_int)
     http.add_argument("--max-episodes", type=positive_int, default=8,
                       help="episodes (one sandbox each) live at once (default 8)")
     http.add_argument("--max-episodes-per-client", type=positive_int,

@@ -7,15 +7,21 @@ import os
 from typing import Any
 
 
+def add_bind_options(parser: Any, positive_int: Any) -> None:
+    """``--host``, ``--port`` and ``--token``: where a server listens, and the token it wants
+    off loopback (``taskgym serve`` and ``taskgym mcp --transport http``)."""
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to bind (default 127.0.0.1; any other needs --token)")
+    parser.add_argument("--port", type=positive_int, default=8000)
+    parser.add_argument("--token", default=os.environ.get("TASKGYM_SERVE_TOKEN"),
+                        help="bearer token clients must send (default: $TASKGYM_SERVE_TOKEN)")
+
+
 def add_serve_parser(sub: Any, positive_int: Any) -> None:
     """Add the ``serve`` subcommand to ``sub`` (the CLI's subparsers)."""
     serve = sub.add_parser("serve", help="serve an env over OpenEnv's protocol (/ws, /schema...)")
     serve.add_argument("env_id")
-    serve.add_argument("--host", default="127.0.0.1",
-                       help="address to bind (default 127.0.0.1; any other needs --token)")
-    serve.add_argument("--port", type=positive_int, default=8000)
-    serve.add_argument("--token", default=os.environ.get("TASKGYM_SERVE_TOKEN"),
-                       help="bearer token clients must send (default: $TASKGYM_SERVE_TOKEN)")
+    add_bind_options(serve, positive_int)
     serve.add_argument("--max-sessions", type=positive_int, default=8,
                        help="sessions (one env and sandbox each) open at once (default 8)")
     serve.add_argument("--max-sessions-per-client", type=positive_int,

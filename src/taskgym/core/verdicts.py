@@ -22,16 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from taskgym import errors
 from taskgym.core.reward import FailureClass, RewardResult
-from taskgym.errors import (
-    ConfigError,
-    HostResourceError,
-    MissingDependencyError,
-    NoVerdictError,
-    SandboxError,
-    SandboxLostError,
-    SandboxUnavailableError,
-)
 
 __all__ = ["BEGUN", "STARTED", "grader_verdict", "no_verdict_of", "raise_no_verdict"]
 
@@ -49,19 +41,19 @@ _ENGINE_MODULES = ("docker.", "requests.", "urllib3.")
 def no_verdict_of(exc: BaseException) -> RewardResult | None:
     """The no-verdict result of an episode that ended on ``exc``, or ``None`` when the policy
     could have caused it (the caller grades it as a failure, or calls it a crash)."""
-    if isinstance(exc, NoVerdictError):
+    if isinstance(exc, errors.NoVerdictError):
         return RewardResult.no_verdict(FailureClass(exc.failure), exc.reason)
-    if isinstance(exc, HostResourceError):
+    if isinstance(exc, errors.HostResourceError):
         return RewardResult.no_verdict(FailureClass.HOST_RESOURCES, f"{exc} (the host ran out, "
                                        "not the sandbox: free resources, then reset)")
-    if isinstance(exc, SandboxLostError):
+    if isinstance(exc, errors.SandboxLostError):
         return RewardResult.no_verdict(FailureClass.BACKEND_LOST, str(exc))
-    if isinstance(exc, SandboxUnavailableError):
+    if isinstance(exc, errors.SandboxUnavailableError):
         return RewardResult.no_verdict(FailureClass.SANDBOX_START, f"{exc} (`taskgym doctor` "
                                        "checks the backend)")
-    if isinstance(exc, MissingDependencyError):
+    if isinstance(exc, errors.MissingDependencyError):
         return RewardResult.no_verdict(FailureClass.GRADER_DEPENDENCY, str(exc))
-    if isinstance(exc, ConfigError) and not isinstance(exc, SandboxError):
+    if isinstance(exc, errors.ConfigError) and not isinstance(exc, errors.SandboxError):
         return RewardResult.no_verdict(FailureClass.REFERENCE, f"the task's files are at fault: "
                                        f"{exc}")
     if type(exc).__module__.startswith(_ENGINE_MODULES):
@@ -73,7 +65,8 @@ def no_verdict_of(exc: BaseException) -> RewardResult | None:
 
 def raise_no_verdict(failure: FailureClass, reason: str) -> None:
     """Raise the :class:`NoVerdictError` of ``failure`` (for code below the env's step)."""
-    raise NoVerdictError(f"no verdict ({failure}): {reason}", failure=failure.value, reason=reason)
+    raise errors.NoVerdictError(f"no verdict ({failure}): {reason}", failure=failure.value,
+                                reason=reason)
 
 
 def grader_verdict(phases: Sequence[str], *, fault: tuple[str, str] | None, timed_out: bool,
