@@ -142,12 +142,13 @@ def test_grader_dependency_hidden_from_the_sandbox(env: Any, tmp_path: Path, mon
         empty = tmp_path / f"empty{number}"
         empty.mkdir()
         hide[str(empty)] = str(Path(file).parent)
-    spec = coding_verifier.SandboxSpec
+    run_grader = coding_verifier.run_grader
 
-    def without_pytest(**fields: Any) -> Any:
-        return spec(**{**fields, "ro_binds": {**fields["ro_binds"], **hide}})
+    def without_pytest(backend: Any, spec: Any, *args: Any, **kwargs: Any) -> Any:
+        hidden = spec.model_copy(update={"ro_binds": {**spec.ro_binds, **hide}})
+        return run_grader(backend, hidden, *args, **kwargs)
 
-    monkeypatch.setattr(coding_verifier, "SandboxSpec", without_pytest)
+    monkeypatch.setattr(coding_verifier, "run_grader", without_pytest)
     info = no_verdict(env, [], "grader_dependency", repair=monkeypatch.undo)
     assert "cannot import pytest" in info["error"]
 
