@@ -6,7 +6,7 @@ after ``close``, a malformed call is an error observation, and a hack scores 0."
 from __future__ import annotations
 
 import json
-import os
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,8 +17,6 @@ import pytest
 import taskgym
 from taskgym.errors import ConfigError
 from taskgym.sandbox import Backend
-from taskgym.sandbox.host.cgroups import cgroup_parents
-from taskgym.sandbox.host.cleanup import runtime_root
 
 try:  # the main run collects this module without skyrl-gym and deselects its tests
     import skyrl_gym
@@ -28,6 +26,10 @@ try:  # the main run collects this module without skyrl-gym and deselects its te
 except ImportError as exc:
     skyrl_gym = adapter = None
     MISSING = exc
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from trainer_kit import hermes_call, leftovers  # noqa: E402
 
 pytestmark = [pytest.mark.trainers, pytest.mark.sandbox]
 
@@ -39,29 +41,6 @@ def needs_skyrl_gym() -> None:
                     "scripts/test_integrations.sh")
 
 EPISODES = 32
-
-
-def call(name: str, arguments: dict[str, Any]) -> str:
-    return f'<tool_call>\n{json.dumps({"name": name, "arguments": arguments})}\n</tool_call>'
-
-
-def leftovers() -> dict[str, list[str]]:
-    """This process's sandboxes still alive: child processes, runtime folders, cgroups."""
-    prefix = f"{os.getpid()}-"
-    children = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            fields = stat[stat.rindex(")") + 2:].split()
-            if int(fields[1]) == os.getpid() and fields[0] not in ("Z", "X"):
-                children.append(entry.name)
-    cgroups = [c.name for parent in cgroup_parents() if parent.is_dir() for c in parent.iterdir()
-               if c.is_dir() and c.name.startswith(prefix)]
-    dirs = [p.name for p in runtime_root().iterdir() if p.name.startswith(prefix)]
-    return {"processes": children, "runtime dirs": dirs, "cgroups": cgroups}
 
 
 def wait_for_nothing_left(before: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -121,8 +100,8 @@ def test_32_envs_on_skyrls_thread_pattern_give_the_verified_rewards(
     def play(i: int) -> dict[str, Any]:
         answer = "42" if i % 2 == 0 else "41"
         return episode(made[i], [
-            call("bash", {"command": f"echo {answer} > /app/answer.txt"}),
-            "I am done." + call("submit", {}) + call("bash", {"command": "echo late"})])
+            hermes_call("bash", {"command": f"echo {answer} > /app/answer.txt"}),
+            "I am done." + hermes_call("submit", {}) + hermes_call("bash", {"command": "echo late"})])
 
     with ThreadPoolExecutor(max_workers=32, thread_name_prefix="skyrl-gym-env-") as pool:
         results = list(pool.map(play, range(EPISODES)))
@@ -170,19 +149,19 @@ def test_malformed_calls_and_replies_without_one_are_error_observations(task: Pa
     env = make(task, max_turns=3)
     env.init([{"role": "user", "content": ""}])
     out = env.step('<tool_call>\n{"name": "bash", "arguments": {"command": </tool_call>'
-                   + call("bash", {"command": "echo ran"}))
+                   + hermes_call("bash", {"command": "echo ran"}))
     text = out["observations"][0]["content"]
     assert not out["done"] and "could not be read" in text and "ran" in text
     out = env.step("I think I am finished.")
     assert not out["done"] and out["observations"][0]["content"] == adapter.NO_CALL
-    out = env.step(call("no_such_tool", {}) + "<tool_call>\x00\udcff")
+    out = env.step(hermes_call("no_such_tool", {}) + "<tool_call>\x00\udcff")
     assert out["done"] and out["reward"] == 0.0  # max_turns reached, unsubmitted
     assert out["metadata"]["end"] == "unsubmitted" and out["metadata"]["verdict"] == "graded"
     assert "unknown tool" in out["observations"][0]["content"]
     metrics = env.get_metrics()
     assert metrics["tool_call_errors"] == 1.0 and metrics["tool_calls"] == 3.0
     assert metrics["unsubmitted"] == 1.0
-    assert env.step(call("submit", {}))["done"]  # after the end: nothing runs
+    assert env.step(hermes_call("submit", {}))["done"]  # after the end: nothing runs
     env.close()
 
 
@@ -190,7 +169,7 @@ def test_max_turns_ends_an_unsubmitted_episode_with_the_configured_reward(task: 
     env = skyrl_gym.make("taskgym", env_config={"unsubmitted": 0.25, "make_kwargs": {
         "tasks": str(task)}}, extras={"env_id": "coding-terminal-v0", "max_turns": 1})
     env.init([{"role": "user", "content": ""}])
-    out = env.step(call("bash", {"command": "echo 42 > /app/answer.txt"}))
+    out = env.step(hermes_call("bash", {"command": "echo 42 > /app/answer.txt"}))
     assert out["done"] and out["reward"] == 0.25 and out["metadata"]["end"] == "unsubmitted"
     assert env.get_metrics()["unsubmitted"] == 1.0 and env.get_metrics()["reward"] == 0.25
     assert env.env.unwrapped.is_over  # the sandbox stopped, ungraded
@@ -205,7 +184,7 @@ def test_no_verdict_is_reported_not_graded(task: Path, monkeypatch: pytest.Monke
         raise RuntimeError("the grader's own bug")
 
     monkeypatch.setattr(env.env.unwrapped, "verify", crash)
-    out = env.step(call("submit", {}))
+    out = env.step(hermes_call("submit", {}))
     assert out["done"] and out["metadata"]["verdict"] == "none"
     assert out["metadata"]["failure"] == "taskgym_crash" and out["metadata"]["end"] == "no_verdict"
     metrics = env.get_metrics()
@@ -228,7 +207,7 @@ def test_an_init_that_cannot_start_the_sandbox_does_not_raise(
     env = make(task)
     messages, _ = env.init([{"role": "user", "content": ""}])
     assert "bubblewrap could not start" in messages[-1]["content"]
-    out = env.step(call("bash", {"command": "ls"}))
+    out = env.step(hermes_call("bash", {"command": "ls"}))
     assert out["done"] and out["metadata"]["end"] == "reset_failed"
     assert out["metadata"]["verdict"] == "none" and env.get_metrics()["no_verdict"] == 1.0
     env.close()
@@ -245,7 +224,7 @@ def test_an_id_registered_per_env_id(task: Path) -> None:
     assert env.env_id == "coding-terminal-v0" and env.tool_style == "xml"
     assert episode(env, ["<tool_call>\n<function=bash>\n<parameter=command>\necho 42 > "
                          "/app/answer.txt\n</parameter>\n</function>\n</tool_call>",
-                         call("submit", {})])["outputs"][-1]["reward"] == 1.0
+                         hermes_call("submit", {})])["outputs"][-1]["reward"] == 1.0
     with pytest.raises(ConfigError, match="env id"):
         skyrl_gym.make("taskgym", env_config={}, extras={})
     with pytest.raises(ConfigError, match="tool_style"):
@@ -255,7 +234,7 @@ def test_an_id_registered_per_env_id(task: Path) -> None:
 def test_a_trajectory_skyrl_cuts_short_counts_as_unsubmitted(task: Path) -> None:
     env = make(task)  # SkyRL's loop stops at max_input_length: no done, then metrics, close
     env.init([{"role": "user", "content": ""}])
-    env.step(call("bash", {"command": "echo 42 > /app/answer.txt"}))
+    env.step(hermes_call("bash", {"command": "echo 42 > /app/answer.txt"}))
     metrics = env.get_metrics()
     assert metrics["unsubmitted"] == 1.0 and metrics["reward"] == 0.0 and metrics["turns"] == 1.0
     assert metrics["no_verdict"] == 0.0 and metrics["graded"] == 0.0
@@ -280,10 +259,10 @@ def test_a_planted_reward_file_through_the_adapter_scores_zero(local_backend: Ba
         "tasks": str(task), "sandbox": local_backend}}, extras={"env_id": "coding-terminal-v0",
                                                                "max_turns": 3})
     result = episode(env, [
-        call("bash", {"command": "mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt;"
+        hermes_call("bash", {"command": "mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt;"
                                  " echo 1 > /app/reward.txt; echo 41 > /app/answer.txt"}),
-        call("write_file", {"path": "/logs/verifier/reward.json", "content": '{"reward": 1}'})
-        + call("submit", {})])
+        hermes_call("write_file", {"path": "/logs/verifier/reward.json", "content": '{"reward": 1}'})
+        + hermes_call("submit", {})])
     last = result["outputs"][-1]
     assert last["done"] and last["reward"] == 0.0 and last["metadata"]["verdict"] == "graded"
     assert result["verified"].score == 0.0

@@ -8,6 +8,7 @@ from __future__ import annotations
 import gc
 import inspect
 import pickle
+import sys
 import threading
 import time
 from pathlib import Path
@@ -27,6 +28,10 @@ from taskgym.integrations.trl import (
     taskgym_metrics,
 )
 from taskgym.sandbox import Backend
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from trainer_kit import PASS_EVERYTHING  # noqa: E402
 
 pytestmark = [pytest.mark.sandbox]
 
@@ -199,14 +204,6 @@ def test_a_planted_reward_file_through_the_adapter_scores_zero(backend: Backend)
         assert outcome_of(obj).verdict == "graded"
     finally:
         obj._close()
-
-
-PASS_EVERYTHING = """import pytest
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    outcome.get_result().outcome = "passed"
-"""
 
 
 @pytest.mark.hacks

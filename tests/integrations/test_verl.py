@@ -23,7 +23,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from trainer_kit import hermes_call, leftovers, train_tokenizer  # noqa: E402
+from trainer_kit import PASS_EVERYTHING, hermes_call, leftovers, train_tokenizer  # noqa: E402
 
 from taskgym.domains.coding import CodingEnv  # noqa: E402
 from taskgym.errors import ConfigError, HostResourceError, SandboxError  # noqa: E402
@@ -220,14 +220,6 @@ def test_a_planted_reward_file_through_the_loop_scores_zero(
     assert "planted" in tool[0]["content"]  # the hack ran
     assert output.reward_score == 0.0 == made[0].unwrapped.last_reward.score
     assert output.extra_fields["taskgym_verdict"] == "graded"
-
-
-PASS_EVERYTHING = """import pytest
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    outcome.get_result().outcome = "passed"
-"""
 
 
 @pytest.mark.hacks

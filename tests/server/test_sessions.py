@@ -9,11 +9,16 @@ import taskgym
 from taskgym.server.sessions import SessionPool
 
 
+def one_env_pool(tasks: str) -> SessionPool:
+    """A pool of at most two sessions and one start slot, whose sessions share one env."""
+    env = taskgym.make("coding-terminal-v0", tasks=tasks)
+    return SessionPool(lambda: env, max_sessions=2, max_sessions_per_client=2,  # type: ignore[arg-type,return-value]
+                       max_starting=1, start_wait=30.0)
+
+
 def test_a_session_stays_busy_until_its_last_overlapping_call_ends(answer_tasks: str) -> None:
     async def scenario() -> None:
-        env = taskgym.make("coding-terminal-v0", tasks=answer_tasks)
-        pool = SessionPool(lambda: env, max_sessions=2, max_sessions_per_client=2,  # type: ignore[arg-type,return-value]
-                           max_starting=1, start_wait=30.0)
+        pool = one_env_pool(answer_tasks)
         session = await pool.open("me")
         try:
             await session.reset({})
@@ -31,9 +36,7 @@ def test_a_session_stays_busy_until_its_last_overlapping_call_ends(answer_tasks:
 
 def test_a_reset_waiting_for_a_start_slot_is_busy(answer_tasks: str) -> None:
     async def scenario() -> None:
-        env = taskgym.make("coding-terminal-v0", tasks=answer_tasks)
-        pool = SessionPool(lambda: env, max_sessions=2, max_sessions_per_client=2,  # type: ignore[arg-type,return-value]
-                           max_starting=1, start_wait=30.0)
+        pool = one_env_pool(answer_tasks)
         session = await pool.open("me")
         try:
             async with pool.start_slot():  # every start slot taken
