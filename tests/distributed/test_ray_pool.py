@@ -27,6 +27,7 @@ import taskgym
 from taskgym.checks import host_state, sleepers
 from taskgym.ray import EnvPool, PoolCapacityError, PoolError
 from taskgym.sandbox.host.cleanup import leftovers
+from taskgym.sandbox.host.procs import descendants
 
 pytestmark = [pytest.mark.ray, pytest.mark.sandbox, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -36,23 +37,6 @@ FAKE_REWARDS = {"tool": "bash", "args": {"command":
                 "mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt; "
                 "echo '{\"reward\": 1}' > /logs/verifier/reward.json; echo 1 > /tmp/reward.txt; "
                 "echo 41 > /app/answer.txt"}}
-
-
-def descendants(pid: int) -> set[int]:
-    """Every process below ``pid`` (children, their children...)."""
-    parents: dict[int, int] = {}
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                stat = Path(entry.path, "stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(stat[stat.rindex(")") + 2:].split()[1])
-    found, frontier = set(), {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
 
 
 def alive(pid: int) -> bool:
@@ -83,7 +67,7 @@ def cluster() -> Iterator[Nodes]:
     from ray.cluster_utils import Cluster
 
     assert not ray_constants.ENABLE_RAY_CLUSTER, "ray was imported before this fixture"
-    before = descendants(os.getpid())
+    before = set(descendants(os.getpid()))
     loopback = {"node_ip_address": "127.0.0.1", "include_dashboard": False}
     head = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, **loopback})
     nodes = {label: head.add_node(num_cpus=1, labels={"taskgym-node": label}, **loopback)
@@ -92,7 +76,7 @@ def cluster() -> Iterator[Nodes]:
     try:
         yield Nodes({label: node.node_id for label, node in nodes.items()})
     finally:
-        started = descendants(os.getpid()) - before
+        started = set(descendants(os.getpid())) - before
         ray.shutdown()
         head.shutdown()
         deadline = time.monotonic() + 30
