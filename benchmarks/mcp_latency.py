@@ -16,27 +16,17 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import mcp  # noqa: E402
 from _common import ENV_ID, load_note, ms, percentile  # noqa: E402
-from serve_latency import free_port, wait_healthy  # noqa: E402
+from serve_latency import free_port, timed_steps, wait_healthy  # noqa: E402
 
 import taskgym  # noqa: E402
 from taskgym.mcp_server import EpisodeHandles  # noqa: E402
 
 COMMAND = {"command": "echo hi"}
-
-
-def in_process_steps(env: Any, steps: int) -> list[float]:
-    times = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        env.step({"tool": "bash", "args": COMMAND})
-        times.append(time.perf_counter() - start)
-    return times
 
 
 async def mcp_steps(client: mcp.Client, episode_id: str, steps: int) -> list[float]:
@@ -63,7 +53,7 @@ async def measure(url: str, rounds: int, steps: int) -> dict[str, list[float]]:
             episodes = {name: (await client.call_tool("start_episode", {"seed": 0}))
                         .structured_content["episode_id"] for name, client in clients.items()}
             for _ in range(rounds):
-                times["in process"] += in_process_steps(env, steps)
+                times["in process"] += timed_steps(env, steps, COMMAND["command"])
                 for name, client in clients.items():
                     times[name] += await mcp_steps(client, episodes[name], steps)
     finally:
