@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from taskgym.cli.mcp import add_mcp_parser
+from taskgym.cli.options import add_env_options, positive_int
 from taskgym.cli.serve import add_serve_parser
 
 __all__ = ["main"]
@@ -55,17 +56,6 @@ def _read_actions(path: str) -> list[Any]:
         raise ConfigError(f"--actions {path}: holds a JSON {type(actions).__name__}, not a list "
                           "of actions")
     return actions
-
-
-def _positive_int(text: str) -> int:
-    """An argparse type: an integer of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is less than 1")
-    return value
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -277,9 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("env_id")
         p.add_argument("--agent", default="oracle",
                        choices=["oracle", "null", "random", "scripted", "openai"])
-        p.add_argument("--tasks", help="task folder(s), or a named set such as 'generated'")
-        p.add_argument("--sandbox", default="local")
-        p.add_argument("--max-steps", type=_positive_int)
+        add_env_options(p)
         p.add_argument("--seed", type=int)
         p.add_argument("--base-url", help="OpenAI-compatible server (agent openai)")
         p.add_argument("--model", help="model name (agent openai)")
@@ -300,9 +288,9 @@ def build_parser() -> argparse.ArgumentParser:
                         epilog=EVAL_EXIT_STATUS,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     episode_options(ev)
-    ev.add_argument("--episodes", type=_positive_int,
+    ev.add_argument("--episodes", type=positive_int,
                     help="default: every task of a finite set once")
-    ev.add_argument("--workers", type=_positive_int, default=2,
+    ev.add_argument("--workers", type=positive_int, default=2,
                     help="parallel episodes, one env each (default: 2)")
     ev.add_argument("--output", help="JSONL file of every episode")
     ev.set_defaults(func=cmd_eval)
@@ -339,7 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
     env_check.add_argument("--tasks", help="task folder(s), or a named set (default: curated)")
     env_check.add_argument("--tasks-per-set", type=int, default=2,
                            help="tasks of the set and of each generator that oracle and null play")
-    env_check.add_argument("--grades", type=_positive_int, default=20,
+    env_check.add_argument("--grades", type=positive_int, default=20,
                            help="times the oracle's final state is graded (one verdict and one "
                                 "reward expected; default: 20)")
     env_check.set_defaults(func=cmd_env_check)
@@ -351,8 +339,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--env", default="coding-terminal-v0")
     check.add_argument("--sandbox", default="local")
     check.set_defaults(func=cmd_task_check)
-    add_serve_parser(sub, _positive_int)
-    add_mcp_parser(sub, _positive_int)
+    add_serve_parser(sub)
+    add_mcp_parser(sub)
     return parser
 
 

@@ -6,7 +6,7 @@ import argparse
 import asyncio
 from typing import Any
 
-from taskgym.cli.serve import add_bind_options
+from taskgym.cli.options import add_bind_options, add_capacity_options, add_env_options
 
 MCP_HELP = """\
 transports:
@@ -24,7 +24,7 @@ examples:
   taskgym mcp coding-terminal-v0 --transport http --port 8765 --max-episodes 16"""
 
 
-def add_mcp_parser(sub: Any, positive_int: Any) -> None:
+def add_mcp_parser(sub: Any) -> None:
     """Add the ``mcp`` subcommand to ``sub`` (the CLI's subparsers)."""
     mcp = sub.add_parser("mcp", help="serve an env's tools over MCP (stdio or streamable HTTP)",
                          description="Serve an env's tools to MCP clients and agent harnesses "
@@ -32,21 +32,13 @@ def add_mcp_parser(sub: Any, positive_int: Any) -> None:
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     mcp.add_argument("env_id")
     mcp.add_argument("--transport", choices=["stdio", "http"], default="stdio")
-    mcp.add_argument("--tasks", help="task folder(s), or a named set such as 'generated'")
-    mcp.add_argument("--sandbox", default="local")
-    mcp.add_argument("--max-steps", type=positive_int)
+    add_env_options(mcp)
     stdio = mcp.add_argument_group("stdio")
     stdio.add_argument("--task", help="the episode's task id (default: drawn with --seed)")
     stdio.add_argument("--seed", type=int, help="seed of the task draw")
     http = mcp.add_argument_group("http")
-    add_bind_options(http, positive_int)
-    http.add_argument("--max-episodes", type=positive_int, default=8,
-                      help="episodes (one sandbox each) live at once (default 8)")
-    http.add_argument("--max-episodes-per-client", type=positive_int,
-                      help="live episodes of one client address (default: --max-episodes)")
-    http.add_argument("--idle-timeout", type=float, default=300.0,
-                      help="seconds an episode may go without a call before it is closed "
-                           "(default 300)")
+    add_bind_options(http)
+    add_capacity_options(http, "episodes", "an episode", "one sandbox each", "a call")
     mcp.set_defaults(func=cmd_mcp)
 
 

@@ -30,6 +30,7 @@ from taskgym.core.tool import ActionError, Tool, ToolCall, ToolResult, parse_act
 from taskgym.core.verdicts import no_verdict_of
 from taskgym.errors import NoVerdictError, TaskgymError
 from taskgym.sandbox.host.blocking import run_blocking
+from taskgym.sandbox.shell.plans import answer_each, answer_each_async
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -76,20 +77,11 @@ class EnvStepping:
         def _end_session(self) -> None: ...
 
     def step(self, action: Any) -> StepResult:
-        plan = self.step_plan(action)
-        try:
-            request = plan.send(None)
-            while True:
-                try:
-                    answer: Any = (self.grade_episode() if request is None
-                                   else request.tool.run(request.args))
-                except Exception as exc:  # the plan decides: an error result, or a crash
-                    request = plan.throw(exc)
-                else:
-                    request = plan.send(answer)
-        except StopIteration as done:
-            result: StepResult = done.value
-            return self._delivered(result)
+        def answer(request: ToolCall | None) -> Any:
+            return self.grade_episode() if request is None else request.tool.run(request.args)
+
+        result: StepResult = answer_each(self.step_plan(action), answer)
+        return self._delivered(result)
 
     async def astep(self, action: Any) -> StepResult:
         """:meth:`step` for asyncio, with the same observations. A tool's ``arun`` is
@@ -100,24 +92,16 @@ class EnvStepping:
         run as it is, in the pool."""
         if type(self).step is not EnvStepping.step:
             return await run_blocking(self.step, action)
-        plan = self.step_plan(action)
-        try:
-            request = plan.send(None)
-            while True:
-                try:
-                    if request is None:
-                        answer: Any = await run_blocking(self.grade_episode)
-                    else:
-                        tool, arun = request.tool, request.tool.arun
-                        answer = await (arun(request.args) if arun is not None
-                                        else run_blocking(tool.run, request.args))
-                except Exception as exc:  # the plan decides: an error result, or a crash
-                    request = plan.throw(exc)
-                else:
-                    request = plan.send(answer)
-        except StopIteration as done:
-            result: StepResult = done.value
-            return self._delivered(result)
+
+        async def answer(request: ToolCall | None) -> Any:
+            if request is None:
+                return await run_blocking(self.grade_episode)
+            tool, arun = request.tool, request.tool.arun
+            return await (arun(request.args) if arun is not None
+                          else run_blocking(tool.run, request.args))
+
+        result: StepResult = await answer_each_async(self.step_plan(action), answer)
+        return self._delivered(result)
 
     def poll_step(self, action: Any) -> Plan[StepResult]:
         """:meth:`step` as a plan (:mod:`taskgym.sandbox.shell.plans`), for a driver that runs many

@@ -128,6 +128,21 @@ def _closed(text: str, pos: int) -> int:
     raise _Malformed(f"unexpected text {text[pos:pos + 40]!r} where {CLOSE} should be")
 
 
+def _closing(text: str, tag: str, start: int, what: str) -> int:
+    """Where ``tag`` closes ``what`` (found from ``start``), else the malformed call."""
+    end = text.find(tag, start)
+    if end == -1:
+        raise _Malformed(f"{what} is not closed by {tag}")
+    return end
+
+
+def _keep(args: dict[str, Any], key: str, value: str, what: str) -> None:
+    """``args[key] = value``, unless ``what`` (the argument) was given already."""
+    if key in args:
+        raise _Malformed(f"{what} is given twice")
+    args[key] = value
+
+
 def _hermes(text: str, body: int) -> tuple[int, str, dict[str, Any]]:
     value, end = _json_at(text, _skip(text, body), "the call")
     name, args = _call_object(value, ("arguments", "parameters"))
@@ -142,7 +157,7 @@ def _xml(text: str, body: int) -> tuple[int, str, dict[str, Any]]:
     name = text[pos + len("<function="):close] if close != -1 else ""
     if not name or any(c in name for c in "\n<"):
         raise _Malformed("the <function=NAME> tag names no function")
-    pos, args = close + 1, {}
+    pos, args = close + 1, dict[str, Any]()
     while True:
         pos = _skip(text, pos)
         if text.startswith("<parameter=", pos):
@@ -150,14 +165,11 @@ def _xml(text: str, body: int) -> tuple[int, str, dict[str, Any]]:
             key = text[pos + len("<parameter="):close] if close != -1 else ""
             if not key or any(c in key for c in "\n<"):
                 raise _Malformed(f"a <parameter=NAME> tag of {name} names no parameter")
-            end = text.find("</parameter>", close)
-            if end == -1:
-                raise _Malformed(f"the parameter {key!r} of {name} is not closed by </parameter>")
-            if key in args:
-                raise _Malformed(f"the parameter {key!r} of {name} is given twice")
+            what = f"the parameter {key!r} of {name}"
+            end = _closing(text, "</parameter>", close, what)
             value = text[close + 1:end]
             value = value[1:] if value.startswith("\n") else value
-            args[key] = value[:-1] if value.endswith("\n") else value
+            _keep(args, key, value[:-1] if value.endswith("\n") else value, what)
             pos = end + len("</parameter>")
         elif text.startswith("</function>", pos):
             return _closed(text, pos + len("</function>")), name, args
@@ -179,19 +191,13 @@ def _glm(text: str, body: int) -> tuple[int, str, dict[str, Any]]:
         pos = _skip(text, pos)
         if not text.startswith("<arg_key>", pos):
             return _closed(text, pos), name, args
-        end = text.find("</arg_key>", pos)
-        if end == -1:
-            raise _Malformed(f"an <arg_key> of {name} is not closed by </arg_key>")
+        end = _closing(text, "</arg_key>", pos, f"an <arg_key> of {name}")
         key = text[pos + len("<arg_key>"):end]
         pos = _skip(text, end + len("</arg_key>"))
         if not text.startswith("<arg_value>", pos):
             raise _Malformed(f"the argument {key!r} of {name} has no <arg_value>")
-        end = text.find("</arg_value>", pos)
-        if end == -1:
-            raise _Malformed(f"the value of {key!r} of {name} is not closed by </arg_value>")
-        if key in args:
-            raise _Malformed(f"the argument {key!r} of {name} is given twice")
-        args[key] = text[pos + len("<arg_value>"):end]
+        end = _closing(text, "</arg_value>", pos, f"the value of {key!r} of {name}")
+        _keep(args, key, text[pos + len("<arg_value>"):end], f"the argument {key!r} of {name}")
         pos = end + len("</arg_value>")
 
 

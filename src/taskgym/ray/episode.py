@@ -27,6 +27,7 @@ from taskgym.core.reward import FailureClass, RewardResult
 from taskgym.core.spaces import UnicodeText
 from taskgym.errors import NoVerdictError, SandboxLostError, TaskgymError
 from taskgym.ray.host import PoolCapacityError, SessionLost
+from taskgym.sandbox.shell.plans import answer_each, answer_each_async
 
 if TYPE_CHECKING:
     from taskgym.ray.pool import ActorSlot, EnvPool
@@ -41,32 +42,12 @@ def drive(plan: Plan, timeout: float | None = None) -> Any:
     """Run ``plan`` by blocking on each ref (``ray.get``, for at most ``timeout`` seconds)."""
     import ray
 
-    try:
-        request = plan.send(None)
-        while True:
-            try:
-                answer = ray.get(request, timeout=timeout)
-            except Exception as exc:
-                request = plan.throw(exc)
-            else:
-                request = plan.send(answer)
-    except StopIteration as done:
-        return done.value
+    return answer_each(plan, lambda ref: ray.get(ref, timeout=timeout))
 
 
 async def drive_async(plan: Plan, timeout: float | None = None) -> Any:
     """Run ``plan`` by awaiting each ref (for at most ``timeout`` seconds)."""
-    try:
-        request = plan.send(None)
-        while True:
-            try:
-                answer = await asyncio.wait_for(request, timeout)
-            except Exception as exc:
-                request = plan.throw(exc)
-            else:
-                request = plan.send(answer)
-    except StopIteration as done:
-        return done.value
+    return await answer_each_async(plan, lambda ref: asyncio.wait_for(ref, timeout))
 
 
 class PooledEnv(gym.Env[Observation, Any]):

@@ -361,14 +361,9 @@ class Backend(abc.ABC):
         return session
 
     @abc.abstractmethod
-    def run(
-        self,
-        spec: SandboxSpec,
-        argv: list[str],
-        seed: Path | None = None,
-        timeout: float | None = None,
-        pass_fds: Sequence[int] = (),
-    ) -> tuple[ExecResult, ResourceUsage]:
+    def run(self, spec: SandboxSpec, argv: list[str], seed: Path | None = None,
+            timeout: float | None = None, pass_fds: Sequence[int] = ()
+            ) -> tuple[ExecResult, ResourceUsage]:
         """Run one command in a fresh sandbox seeded from ``seed``, then destroy it.
 
         ``pass_fds`` are host file descriptors the command inherits under the same

@@ -206,14 +206,9 @@ class DockerBackend(Backend):
             raise
         return container
 
-    def run(
-        self,
-        spec: SandboxSpec,
-        argv: list[str],
-        seed: Path | None = None,
-        timeout: float | None = None,
-        pass_fds: Sequence[int] = (),
-    ) -> tuple[ExecResult, ResourceUsage]:
+    def run(self, spec: SandboxSpec, argv: list[str], seed: Path | None = None,
+            timeout: float | None = None, pass_fds: Sequence[int] = ()
+            ) -> tuple[ExecResult, ResourceUsage]:
         """A fresh container, as :meth:`start` makes for ``ro_binds``. ``pass_fds`` are relayed:
         an fd open for reading (or a regular file open for reading and writing) is copied from
         its offset into a file the command opens under the same number (then deleted), one

@@ -140,14 +140,9 @@ class LocalBackend(Backend):
 
         return LocalPrestarted(self, spec, argv)
 
-    def run(
-        self,
-        spec: SandboxSpec,
-        argv: list[str],
-        seed: Path | None = None,
-        timeout: float | None = None,
-        pass_fds: Sequence[int] = (),
-    ) -> tuple[ExecResult, ResourceUsage]:
+    def run(self, spec: SandboxSpec, argv: list[str], seed: Path | None = None,
+            timeout: float | None = None, pass_fds: Sequence[int] = ()
+            ) -> tuple[ExecResult, ResourceUsage]:
         command = list(argv)
         if seed is not None:
             spec = spec.model_copy(update={"ro_binds": {**spec.ro_binds, str(seed): "/.seed"}})

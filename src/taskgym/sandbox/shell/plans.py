@@ -32,16 +32,17 @@ import os
 import select
 import threading
 import time
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_for_jobs
 from typing import Any, TypeVar
 
 from taskgym.sandbox.host.blocking import submit_blocking
 
-__all__ = ["Plan", "Wait", "drive_plans"]
+__all__ = ["Plan", "Wait", "answer_each", "answer_each_async", "drive_plans"]
 
 T = TypeVar("T")
+R = TypeVar("R")
 Wait = tuple[int, float]
 """``(fd, seconds)``: wait until ``fd`` is readable or ``seconds`` pass."""
 Plan = Generator["Wait | Callable[[], Any]", Any, T]
@@ -56,6 +57,40 @@ def drive_plans(plans: Sequence[Plan[T]]) -> list[T | Exception]:
     for a cancelled command), and raises.
     """
     return _Driver(plans).run()
+
+
+def answer_each(requests: Generator[R, Any, T], answer: Callable[[R], Any]) -> T:
+    """Run the generator ``requests`` to its end in the calling thread: each request it
+    yields is sent ``answer(request)``, or has the exception that raised thrown in (the
+    generator decides what an error means). A taskgym step and a Ray pool's calls are such
+    generators; :func:`answer_each_async` is the asyncio driver of the same ones."""
+    try:
+        request = requests.send(None)
+        while True:
+            try:
+                reply = answer(request)
+            except Exception as exc:
+                request = requests.throw(exc)
+            else:
+                request = requests.send(reply)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+async def answer_each_async(requests: Generator[R, Any, T],
+                            answer: Callable[[R], Awaitable[Any]]) -> T:
+    """:func:`answer_each` with ``answer`` awaited."""
+    try:
+        request = requests.send(None)
+        while True:
+            try:
+                reply = await answer(request)
+            except Exception as exc:
+                request = requests.throw(exc)
+            else:
+                request = requests.send(reply)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
 
 
 class _Driver:
