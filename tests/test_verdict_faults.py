@@ -99,7 +99,8 @@ def no_verdict(env: Any, steps: list[dict[str, Any]], failure: str, reset: bool 
     if repair is not None:
         repair()
     record = run_episode(env, OracleAgent(env))  # the env works again
-    assert record.score == 1.0 and env.unwrapped.last_reward.graded
+    last = env.unwrapped.last_reward
+    assert record.score == 1.0 and last.graded, (last.verdict, last.details)
     return info
 
 
