@@ -48,7 +48,7 @@ if ! wait "$fresh_pid"; then
 fi
 tail -n 1 "$fresh_log"
 took "lint, types, docs and the README's first command"
-TASKGYM_REQUIRE_SANDBOX=1 python3 -m pytest -m "not docker and not trainers and not openenv and not trl and not verl and not ray" "$@"
+TASKGYM_REQUIRE_SANDBOX=1 python3 -m pytest -m "not docker and not trainers and not openenv and not ors and not trl and not verl and not ray" "$@"
 took "the local tests"
 ./scripts/test_unprivileged.sh
 took "the unprivileged tests"
@@ -56,6 +56,8 @@ took "the unprivileged tests"
 took "the trainers' shared core"
 ./scripts/test_openenv.sh  # taskgym serve driven by OpenEnv's own clients, in its own venv
 took "taskgym serve against OpenEnv's clients"
+./scripts/test_ors.sh  # taskgym serve's Open Reward Standard routes driven by the openreward client, in its own venv
+took "taskgym serve against the openreward client"
 ./scripts/test_trl.sh  # TRL's GRPOTrainer on CPU with a tiny model, and the AsyncGRPOTrainer contract, in its own venv
 took "TRL"
 ./scripts/test_verl.sh  # taskgym's verl agent loop with verl's own config and a scripted server, in its own venv

@@ -65,11 +65,12 @@ def answer_tasks(tmp_path: Path, answer_task: Callable[..., Path]) -> str:
 
 @pytest.fixture()
 def serve(answer_tasks: str, local_backend: Any) -> Iterator[Callable[..., Served]]:
-    """Start a server of coding-terminal-v0 on the answer task (keywords: create_app's)."""
+    """Start a server of coding-terminal-v0 on the answer task (keywords: create_app's;
+    ``tasks=None`` serves the curated tasks)."""
     servers: list[tuple[uvicorn.Server, threading.Thread]] = []
 
     def start(**options: Any) -> Served:
-        app = create_app("coding-terminal-v0", tasks=answer_tasks, **options)
+        app = create_app("coding-terminal-v0", **{"tasks": answer_tasks, **options})
         port = free_port()
         server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
                                                log_level="warning", lifespan="on"))

@@ -5,8 +5,9 @@ OpenEnv's messages (``reset``, ``step``, ``state``, ``mcp``, ``close``; errors w
 codes), or attached to a session made over ``POST /mcp`` (``/ws?session_id=``,
 :mod:`taskgym.server.mcp`); OpenEnv's task-listing routes (:mod:`taskgym.server.tasks`).
 OpenEnv's stateless ``POST /reset``, ``/step`` and ``GET /state`` are refused with a message
-that says why (a fresh env per call never reaches a graded end). With a ``token``, every
-route but ``/health`` wants ``Authorization: Bearer <token>``.
+that says why (a fresh env per call never reaches a graded end). The Open Reward Standard's
+session routes (:mod:`taskgym.server.ors`) share the session pool. With a ``token``, every
+route but ``/health`` wants ``Authorization: Bearer <token>`` (or ORS's ``X-API-Key: <token>``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import taskgym
 from taskgym.core.tool import Tool
 from taskgym.core.wrappers import TaskMethods
 from taskgym.server import mcp
+from taskgym.server.ors import ors_routes
 from taskgym.server.protocol import (
     ErrorCode,
     call_tool_fields,
@@ -142,7 +144,8 @@ def create_app(env_id: str, *, max_sessions: int = 8, max_sessions_per_client: i
     routes = [Route("/health", health), Route("/metadata", metadata), Route("/schema", schema),
               Route("/reset", refused, methods=["POST"]), Route("/step", refused, methods=["POST"]),
               Route("/state", refused), Route("/mcp", jsonrpc, methods=["POST"]),
-              WebSocketRoute("/ws", websocket), *task_routes(env_id, task_set)]
+              WebSocketRoute("/ws", websocket), *task_routes(env_id, task_set),
+              *ors_routes(env_id, tools, task_set, pool)]
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.pool = pool
     if token is not None:
@@ -226,20 +229,24 @@ async def _answer(session: Session, kind: Any, message: dict[str, Any],
 
 class BearerToken:
     """ASGI middleware: every HTTP request and WebSocket but ``/health`` must carry
-    ``Authorization: Bearer <token>``; others get 401 (a WebSocket is closed before accept)."""
+    ``Authorization: Bearer <token>`` or ``X-API-Key: <token>`` (how the openreward client
+    sends its key); others get 401 (a WebSocket is closed before accept)."""
 
     def __init__(self, app: ASGIApp, token: str) -> None:
-        self.app, self.expected = app, f"Bearer {token}".encode()
+        self.app, self.token = app, token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("http", "websocket") and scope["path"] != "/health":
-            given = dict(scope["headers"]).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
+            headers = dict(scope["headers"])
+            bearer = hmac.compare_digest(headers.get(b"authorization", b""), b"Bearer " + self.token)
+            api_key = hmac.compare_digest(headers.get(b"x-api-key", b""), self.token)
+            if not (bearer or api_key):
                 if scope["type"] == "websocket":
                     await send({"type": "websocket.close", "code": 1008})
                     return
-                response = JSONResponse({"detail": "send Authorization: Bearer <token>, the "
-                                         "token the server was started with"}, status_code=401)
+                response = JSONResponse({"detail": "send Authorization: Bearer <token> (or "
+                                         "X-API-Key: <token>), the token the server was "
+                                         "started with"}, status_code=401)
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)

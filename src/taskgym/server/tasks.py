@@ -3,7 +3,9 @@
 taskgym has no splits: the served task set is one split, ``all`` (type ``train``). A task
 spec is ``{"index", "task_id", "seed"}``, what a ``reset`` takes (``{"task_id": ...}``, or
 ``{"seed": index}``, which picks the same task); ``POST /{env}/task`` adds the task's
-instruction, difficulty, category and tags. Listing reads ids only, never task folders.
+instruction, difficulty, category and tags. Listing reads ids only, never task folders. The
+same routes serve the Open Reward Standard's client (:mod:`taskgym.server.ors`), which reads
+``env_name`` from every answer and creates a session on a listed spec.
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ def task_routes(env_id: str, task_set: TaskSet) -> list[Route]:
                     "instruction": found.instruction, "difficulty": found.difficulty,
                     "category": found.category, "tags": list(found.tags)}
 
-        return JSONResponse({"task": await asyncio.to_thread(one)})
+        return JSONResponse({"task": await asyncio.to_thread(one), "env_name": env_id})
 
     async def task_range(request: Request) -> Response:
         body = await body_of(request)
@@ -96,7 +98,8 @@ def task_routes(env_id: str, task_set: TaskSet) -> list[Route]:
         if any(v is not None and type(v) is not int for v in (start, stop)):
             return bad("start and stop are integers (or null), as in a Python slice")
         bounds = slice(start, stop).indices(len(task_set))
-        return JSONResponse({"tasks": await asyncio.to_thread(specs, bounds[0], bounds[1])})
+        return JSONResponse({"tasks": await asyncio.to_thread(specs, bounds[0], bounds[1]),
+                             "env_name": env_id})
 
     return [Route("/list_environments", environments),
             Route("/{env}/splits", splits),
