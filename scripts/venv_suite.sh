@@ -1,6 +1,7 @@
 # What the scripts that test an integration against its real packages, each in a venv of its
-# own (test_integrations.sh, test_openenv.sh, test_trl.sh, test_verl.sh), share. Sourced, not run; the
-# sourcing script has set -euo pipefail, cd'd to the repository and set started=$SECONDS.
+# own (test_integrations.sh, test_openenv.sh, test_ors.sh, test_trl.sh, test_verl.sh,
+# test_ray.sh), share. Sourced, not run; the sourcing script has set -euo pipefail, cd'd to the
+# repository and set started=$SECONDS.
 
 # venv_path KEEP: $venv is KEEP when set (kept and reused), else a scratch folder removed at exit.
 venv_path() {

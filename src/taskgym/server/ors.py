@@ -37,7 +37,7 @@ from taskgym.core.tool import Tool
 from taskgym.errors import ConfigError
 from taskgym.server.protocol import mcp_tool
 from taskgym.server.sessions import CapacityError, Session, SessionPool
-from taskgym.server.tasks import SPLIT
+from taskgym.server.tasks import SPLIT, detail, json_object
 
 HEARTBEAT_SECONDS = 10.0
 """A comment line on a call's stream this often while the step runs: the openreward client
@@ -114,7 +114,7 @@ def ors_routes(env_id: str, tools: list[Tool], task_set: TaskSet,
             del live[closed]
         if sid in live:
             return detail(400, "Session already exists")
-        body = await json_body(request)
+        body = await json_object(request, 422)
         if isinstance(body, Response):
             return body
         task_id = await task_of(body)
@@ -201,7 +201,7 @@ def ors_routes(env_id: str, tools: list[Tool], task_set: TaskSet,
         found = wrong_env(request) or session_of(request)
         if isinstance(found, Response):
             return found
-        body = await json_body(request)
+        body = await json_object(request, 422)
         if isinstance(body, Response):
             return body
         resumed = body.get("task_id")
@@ -290,16 +290,3 @@ def call_stream(call_id: str, call: asyncio.Task[Events]) -> StreamingResponse:
 
     return StreamingResponse(lines(), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache"})
-
-
-def detail(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
-    """ORS's (FastAPI's) error shape: ``{"detail": message}``."""
-    return JSONResponse({"detail": message}, status_code=status, headers=headers)
-
-
-async def json_body(request: Request) -> dict[str, Any] | Response:
-    try:
-        body = json.loads(await request.body() or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        body = None
-    return body if isinstance(body, dict) else detail(422, "the body is a JSON object")

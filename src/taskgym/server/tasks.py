@@ -23,6 +23,21 @@ from taskgym.core.task import TaskSet
 SPLIT = "all"
 
 
+def detail(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    """An error answer in the shape OpenEnv's and ORS's (FastAPI) servers give:
+    ``{"detail": message}``."""
+    return JSONResponse({"detail": message}, status_code=status, headers=headers)
+
+
+async def json_object(request: Request, status: int) -> dict[str, Any] | Response:
+    """The request's body as a JSON object (an empty body is ``{}``), else a ``status`` error."""
+    try:
+        body = json.loads(await request.body() or b"{}")
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        body = None
+    return body if isinstance(body, dict) else detail(status, "the body is a JSON object")
+
+
 def task_routes(env_id: str, task_set: TaskSet) -> list[Route]:
     """The routes: ``GET /list_environments``, ``GET /{env}/splits``, ``POST /{env}/tasks``,
     ``/num_tasks``, ``/task``, ``/task_range`` (bodies as OpenEnv's: ``split``, ``index``,
@@ -36,29 +51,22 @@ def task_routes(env_id: str, task_set: TaskSet) -> list[Route]:
         """The request's JSON body when its env and split are the served ones, else the
         error response."""
         if request.path_params["env"].lower() != env_id.lower():
-            return JSONResponse({"detail": f"unknown environment {request.path_params['env']!r}; "
-                                 f"this server serves {env_id}"}, status_code=404)
-        try:
-            body = json.loads(await request.body() or b"{}")
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            body = None
-        if not isinstance(body, dict):
-            return JSONResponse({"detail": "the body is a JSON object"}, status_code=400)
+            return detail(404, f"unknown environment {request.path_params['env']!r}; "
+                          f"this server serves {env_id}")
+        body = await json_object(request, 400)
+        if isinstance(body, Response):
+            return body
         if body.get("split", SPLIT) != SPLIT:
-            return JSONResponse({"detail": f"unknown split {str(body.get('split'))[:100]!r}; "
-                                 f"this server's one split is {SPLIT!r}"}, status_code=404)
+            return detail(404, f"unknown split {str(body.get('split'))[:100]!r}; "
+                          f"this server's one split is {SPLIT!r}")
         return body
-
-    def bad(detail: str) -> Response:
-        return JSONResponse({"detail": detail}, status_code=400)
 
     async def environments(request: Request) -> Response:
         return JSONResponse([env_id])
 
     async def splits(request: Request) -> Response:
         if request.path_params["env"].lower() != env_id.lower():
-            return JSONResponse({"detail": f"unknown environment; this server serves {env_id}"},
-                                status_code=404)
+            return detail(404, f"unknown environment; this server serves {env_id}")
         return JSONResponse([{"name": SPLIT, "type": "train"}])
 
     async def tasks(request: Request) -> Response:
@@ -80,7 +88,7 @@ def task_routes(env_id: str, task_set: TaskSet) -> list[Route]:
             return body
         index = body.get("index")
         if type(index) is not int or not 0 <= index < len(task_set):
-            return bad(f"Invalid task index: give 'index', 0 to {len(task_set) - 1}")
+            return detail(400, f"Invalid task index: give 'index', 0 to {len(task_set) - 1}")
 
         def one() -> dict[str, Any]:
             found = task_set.pick(index)
@@ -96,7 +104,7 @@ def task_routes(env_id: str, task_set: TaskSet) -> list[Route]:
             return body
         start, stop = body.get("start"), body.get("stop")
         if any(v is not None and type(v) is not int for v in (start, stop)):
-            return bad("start and stop are integers (or null), as in a Python slice")
+            return detail(400, "start and stop are integers (or null), as in a Python slice")
         bounds = slice(start, stop).indices(len(task_set))
         return JSONResponse({"tasks": await asyncio.to_thread(specs, bounds[0], bounds[1]),
                              "env_name": env_id})
